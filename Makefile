@@ -1,0 +1,68 @@
+# Puff: build, test, demo, bench, install.
+#
+# The PAM module is built in its own scratch directory with the Swift runtime linked
+# statically and a version script, so the host process (sshd, sudo, login...) loads no
+# libswift* and sees only the pam_sm_* symbols. These flags break `swift test` linking,
+# which is why they live here and not in Package.swift.
+
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+MULTIARCH   := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+PAMDIR      ?= /usr/lib/$(MULTIARCH)/security
+BINDIR      ?= $(PREFIX)/sbin
+SWIFT       ?= swift
+DEBIAN_DEPS := libpam0g-dev libsodium-dev pamtester
+MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disable-local-rpath \
+	-Xswiftc -static-stdlib \
+	-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map \
+	-Xlinker -z -Xlinker nodelete -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
+
+.PHONY: all build deps module cli test demo bench install uninstall clean
+
+all: build
+
+# Installs the Debian packages the build and the tests need, when any is missing.
+deps:
+	@missing=""; for p in $(DEBIAN_DEPS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "Installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+module: deps
+	$(SWIFT) build $(MODULE_FLAGS)
+	mkdir -p build
+	install -m 0644 .build-module/release/libPuffPAM.so build/pam_puff.so
+
+cli: deps
+	$(SWIFT) build -c release --product puff-enroll
+	mkdir -p build
+	install -m 0755 .build/release/puff-enroll build/puff-enroll
+
+build: module cli
+
+# The whole suite: pure logic, platform (temp dirs), and integration through real libpam
+# against build/pam_puff.so and the debug puff-enroll/harness binaries.
+test: module
+	$(SWIFT) build --build-tests
+	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
+		$(SWIFT) test --skip-build --disable-xctest
+
+demo: build
+	bash scripts/demo.sh
+
+bench: build
+	$(SWIFT) build -c release --product puff-pam-harness
+	bash scripts/bench.sh
+
+install: build
+	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(BINDIR)
+	install -m 0644 build/pam_puff.so $(DESTDIR)$(PAMDIR)/pam_puff.so
+	install -m 0755 build/puff-enroll $(DESTDIR)$(BINDIR)/puff-enroll
+	install -d -m 0700 $(DESTDIR)/etc/puff $(DESTDIR)/var/lib/puff
+
+uninstall:
+	rm -f $(DESTDIR)$(PAMDIR)/pam_puff.so $(DESTDIR)$(BINDIR)/puff-enroll
+
+clean:
+	rm -rf build .build .build-module

@@ -1,0 +1,42 @@
+// swift-tools-version:6.0
+//
+// The layout is the architecture:
+//   PuffCore      pure logic: passcode rules, lockout arithmetic, record and config formats (no I/O, no C)
+//   PuffPlatform  syscalls, trusted files, locks, libsodium; the stores and the authentication flow
+//   PuffPAM       the PAM boundary: C entry points, the conversation, one mapping to PAM codes
+//   puff-enroll   the command-line tool
+// The module is linked with the Swift runtime statically by the Makefile (see `make module`);
+// those flags break `swift test` linking, so they stay out of this file.
+import PackageDescription
+
+let package = Package(
+    name: "Puff",
+    products: [
+        .library(name: "PuffPAM", type: .dynamic, targets: ["PuffPAM"]),
+        .executable(name: "puff-enroll", targets: ["puff-enroll"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(name: "CPAM", path: "Sources/CPAM",
+                       providers: [.apt(["libpam0g-dev"])]),
+        .systemLibrary(name: "CSodium", path: "Sources/CSodium",
+                       providers: [.apt(["libsodium-dev"])]),
+        .target(name: "PuffCore"),
+        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium"]),
+        .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM"],
+                exclude: ["pam_puff.map"]),
+        .executableTarget(name: "puff-enroll", dependencies: [
+            "PuffCore", "PuffPlatform",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // A small PAM application in C, used by the integration tests and the benchmark:
+        // pam_start_confdir with a scripted conversation, like a real login program.
+        .executableTarget(name: "puff-pam-harness", path: "Tests/Harness",
+                          linkerSettings: [.linkedLibrary("pam"), .linkedLibrary("pthread")]),
+        .testTarget(name: "PuffCoreTests", dependencies: ["PuffCore"]),
+        .testTarget(name: "PuffPlatformTests", dependencies: ["PuffCore", "PuffPlatform"]),
+        .testTarget(name: "PuffIntegrationTests", dependencies: ["PuffCore", "PuffPlatform"]),
+    ]
+)

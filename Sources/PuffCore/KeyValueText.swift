@@ -1,0 +1,44 @@
+/// Why a stored record or counter could not be read. Any of these fails closed.
+public enum RecordFormatError: Error, Equatable, Sendable {
+    /// Larger than the format allows.
+    case tooLarge
+    /// Missing or different first line.
+    case badHeader
+    /// A byte outside printable ASCII, or a line without a final newline.
+    case badText
+    /// A key the format does not know.
+    case unknownKey
+    /// A key given twice.
+    case duplicateKey
+    /// A required key missing.
+    case missingKey
+    /// A value that does not parse.
+    case badValue
+}
+
+/// The shared on-disk text shape: a header line, then one `key value` per line, each
+/// line ending in a newline; printable ASCII only; every key known and given once.
+enum KeyValueText {
+    static func parse(_ bytes: some Collection<UInt8>, header: String, maximumSize: Int,
+                      keys: Set<String>, optional: Set<String>) throws(RecordFormatError) -> [String: String] {
+        guard bytes.count <= maximumSize else { throw .tooLarge }
+        guard bytes.reversed().first == UInt8(ascii: "\n") else { throw .badText }
+        for byte in bytes where byte != UInt8(ascii: "\n") && (byte < 0x20 || byte > 0x7e) {
+            throw .badText
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        lines.removeLast() // the empty piece after the final newline
+        guard let first = lines.first, first == header else { throw .badHeader }
+        var fields: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let space = line.firstIndex(of: " ") else { throw .badText }
+            let key = String(line[..<space])
+            guard keys.contains(key) || optional.contains(key) else { throw .unknownKey }
+            guard fields[key] == nil else { throw .duplicateKey }
+            fields[key] = String(line[line.index(after: space)...])
+        }
+        for key in keys where fields[key] == nil { throw .missingKey }
+        return fields
+    }
+}

@@ -1,0 +1,201 @@
+/// Every setting of the module and of `puff-enroll`, with its default.
+///
+/// The same grammar serves the module arguments in a PAM service file and the lines of
+/// `puff.conf`: defaults first, then the file, then the arguments (pam_faillock's order).
+public struct PuffOptions: Equatable, Sendable {
+    /// Directory of the user records, the host key and `puff.conf`.
+    public var recordDirectory = "/etc/puff"
+    /// Directory of the persistent lockout counters.
+    public var stateDirectory = "/var/lib/puff"
+    /// The configuration file read before the module arguments.
+    public var configFile = "/etc/puff/puff.conf"
+    /// The conversation prompt.
+    public var prompt = "Passcode: "
+    /// Return PAM_IGNORE (without prompting) for a user who has no Puff record.
+    public var nullOK = false
+    /// Log detail about each decision (never a secret).
+    public var debug = false
+    /// Tell the user nothing beyond the prompt (no lockout or error messages).
+    public var silent = false
+    /// Do not ask libpam for the usual delay after a failure.
+    public var noDelay = false
+    /// Use a token set by an earlier module in the stack, prompting only when there is none.
+    public var tryFirstPass = false
+    /// Use a token set by an earlier module in the stack, failing when there is none.
+    public var useFirstPass = false
+    /// The lockout policy.
+    public var lockout = LockoutPolicy()
+    /// How long an attempt waits for another attempt on the same user to finish, in seconds.
+    public var lockWaitSeconds: Int64 = 30
+    /// argon2id cost for new hashes.
+    public var kdf = Argon2Parameters(memoryKiB: 65536, iterations: 2)
+
+    /// The defaults.
+    public init() {}
+}
+
+/// A value that cannot be used: the module fails closed on these.
+public struct OptionError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The key concerned.
+    public var key: String
+    /// What is wrong, without echoing the value (it could be anything).
+    public var reason: String
+
+    /// Creates an error.
+    public init(key: String, reason: String) {
+        self.key = key
+        self.reason = reason
+    }
+
+    /// "key: reason".
+    public var description: String { "\(key): \(reason)" }
+}
+
+/// Parses `key=value` and flag tokens into `PuffOptions`.
+public enum OptionParser {
+    /// Where a token came from; `conf=` is only meaningful as a module argument.
+    public enum Source: Sendable {
+        /// A module argument or a `puff-enroll` option.
+        case argument
+        /// A line of `puff.conf`.
+        case configFile
+    }
+
+    /// Applies one token. Unknown keys are returned as warnings (the caller logs them);
+    /// a known key with a bad value throws, and the caller fails closed.
+    public static func apply(_ token: String, to options: inout PuffOptions,
+                             from source: Source) throws(OptionError) -> String? {
+        let key: Substring
+        let value: Substring?
+        if let equals = token.firstIndex(of: "=") {
+            key = token[..<equals]
+            value = token[token.index(after: equals)...]
+        } else {
+            key = token[...]
+            value = nil
+        }
+        let name = String(key)
+
+        func flag() throws(OptionError) -> Bool {
+            guard value == nil else { throw OptionError(key: name, reason: "takes no value") }
+            return true
+        }
+        func text() throws(OptionError) -> Substring {
+            guard let value else { throw OptionError(key: name, reason: "needs a value") }
+            return value
+        }
+        func path() throws(OptionError) -> String {
+            let raw = try text()
+            guard raw.first == "/", raw.utf8.count < 4096, !raw.contains("\0"),
+                  !raw.split(separator: "/").contains("..") else {
+                throw OptionError(key: name, reason: "must be an absolute path without '..'")
+            }
+            return String(raw)
+        }
+        func integer(_ range: ClosedRange<Int64>) throws(OptionError) -> Int64 {
+            guard let parsed = Self.integer(try text()), range.contains(parsed) else {
+                throw OptionError(key: name, reason: "must be an integer in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return parsed
+        }
+        func duration() throws(OptionError) -> Int64 {
+            guard let seconds = Self.duration(try text()) else {
+                throw OptionError(key: name, reason: "must be a duration like 90, 90s, 5m, 2h or 1d (at most 365d)")
+            }
+            return seconds
+        }
+
+        switch name {
+        case "dir": options.recordDirectory = try path()
+        case "state_dir": options.stateDirectory = try path()
+        case "conf":
+            guard source == .argument else { return "'conf' is ignored inside the configuration file" }
+            options.configFile = try path()
+        case "prompt":
+            let raw = try text()
+            guard !raw.isEmpty, raw.utf8.count <= 200,
+                  raw.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7f }) else {
+                throw OptionError(key: name, reason: "must be 1 to 200 printable characters")
+            }
+            options.prompt = String(raw)
+        case "nullok": options.nullOK = try flag()
+        case "debug": options.debug = try flag()
+        case "silent": options.silent = try flag()
+        case "nodelay": options.noDelay = try flag()
+        case "try_first_pass": options.tryFirstPass = try flag()
+        case "use_first_pass": options.useFirstPass = try flag()
+        case "even_deny_root": options.lockout.evenDenyRoot = try flag()
+        case "deny": options.lockout.deny = UInt32(try integer(0...1_000_000))
+        case "fail_interval": options.lockout.failInterval = try duration()
+        case "unlock_time": options.lockout.delays = [try duration()]
+        case "delays":
+            let items = try text().split(separator: ",", omittingEmptySubsequences: false)
+            var delays: [Int64] = []
+            for item in items {
+                guard let seconds = Self.duration(item) else {
+                    throw OptionError(key: name, reason: "must be a comma-separated list of durations")
+                }
+                delays.append(seconds)
+            }
+            guard (1...32).contains(delays.count) else {
+                throw OptionError(key: name, reason: "must list 1 to 32 durations")
+            }
+            options.lockout.delays = delays
+        case "lock_wait": options.lockWaitSeconds = try integer(1...600)
+        case "kdf_ops":
+            options.kdf.iterations = UInt32(try integer(Int64(Argon2Parameters.iterationRange.lowerBound)...Int64(Argon2Parameters.iterationRange.upperBound)))
+        case "kdf_mem_kib":
+            options.kdf.memoryKiB = UInt32(try integer(Int64(Argon2Parameters.memoryKiBRange.lowerBound)...Int64(Argon2Parameters.memoryKiBRange.upperBound)))
+        default:
+            return "unknown option '\(LogText.escape(name))' ignored"
+        }
+        return nil
+    }
+
+    /// Splits `puff.conf` into tokens: one `key = value` or `flag` a line, `#` starts a
+    /// comment line, blank lines are skipped, spaces around `=` are dropped.
+    public static func tokens(ofConfigFile text: String) -> [String] {
+        var tokens: [String] = []
+        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let line = trimmed(rawLine)
+            if line.isEmpty || line.first == "#" { continue }
+            if let equals = line.firstIndex(of: "=") {
+                tokens.append(trimmed(line[..<equals]) + "=" + trimmed(line[line.index(after: equals)...]))
+            } else {
+                tokens.append(String(line))
+            }
+        }
+        return tokens
+    }
+
+    private static func trimmed(_ text: Substring) -> String {
+        String(text.drop(while: { $0 == " " || $0 == "\t" || $0 == "\r" })
+            .reversed().drop(while: { $0 == " " || $0 == "\t" || $0 == "\r" }).reversed())
+    }
+
+    /// A non-negative decimal integer of at most 12 digits.
+    static func integer(_ text: some StringProtocol) -> Int64? {
+        guard !text.isEmpty, text.utf8.count <= 12 else { return nil }
+        var value: Int64 = 0
+        for byte in text.utf8 {
+            guard byte >= 0x30 && byte <= 0x39 else { return nil }
+            value = value * 10 + Int64(byte - 0x30)
+        }
+        return value
+    }
+
+    /// Seconds from `90`, `90s`, `5m`, `2h` or `1d`; at most 365 days.
+    static func duration(_ text: some StringProtocol) -> Int64? {
+        var digits = Substring(text)
+        var unit: Int64 = 1
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
+        if let last = digits.last, let scale = units[last] {
+            unit = scale
+            digits = digits.dropLast()
+        }
+        guard let count = integer(digits) else { return nil }
+        let seconds = count.multipliedReportingOverflow(by: unit)
+        guard !seconds.overflow, seconds.partialValue <= 365 * 86400 else { return nil }
+        return seconds.partialValue
+    }
+}

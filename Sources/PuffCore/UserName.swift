@@ -1,0 +1,62 @@
+/// A login name that is safe to use as a file name in the store and in log lines.
+///
+/// The checks stop path tricks (`../x`, `a/b`), hidden or temporary names (a leading `.`
+/// collides with the store's temp files), control characters that could forge log lines,
+/// and names longer than any Linux account tool accepts.
+public struct UserName: Hashable, Sendable, CustomStringConvertible {
+    /// The longest name accepted, in bytes (useradd's limit).
+    public static let maximumLength = 32
+
+    /// The validated name.
+    public let value: String
+
+    /// Validates `value`; returns `nil` when it cannot name a Puff record.
+    public init?(_ value: String) {
+        let bytes = Array(value.utf8)
+        guard !bytes.isEmpty, bytes.count <= UserName.maximumLength else { return nil }
+        guard bytes[0] != UInt8(ascii: ".") && bytes[0] != UInt8(ascii: "-") else { return nil }
+        for byte in bytes {
+            // Only the portable user-name characters of POSIX plus the common extras.
+            let ok = (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x41 && byte <= 0x5a)
+                || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "_")
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+                || byte == UInt8(ascii: "@") || byte == UInt8(ascii: "$")
+            guard ok else { return nil }
+        }
+        self.value = value
+    }
+
+    /// The name as written.
+    public var description: String { value }
+}
+
+/// Makes untrusted bytes safe for one log line.
+public enum LogText {
+    /// Printable ASCII stays as is; everything else (and the backslash) becomes `\xNN`.
+    /// At most `limit` input bytes are shown, so a 64 KiB name cannot flood the log.
+    public static func escape(_ bytes: some Sequence<UInt8>, limit: Int = 64) -> String {
+        var out = ""
+        var count = 0
+        for byte in bytes {
+            if count == limit {
+                out += "..."
+                break
+            }
+            count += 1
+            if byte >= 0x20 && byte < 0x7f && byte != UInt8(ascii: "\\") {
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                let digits = Array("0123456789abcdef".unicodeScalars)
+                out += "\\x"
+                out.unicodeScalars.append(digits[Int(byte >> 4)])
+                out.unicodeScalars.append(digits[Int(byte & 0x0f)])
+            }
+        }
+        return out
+    }
+
+    /// Escapes a Swift string's UTF-8 bytes.
+    public static func escape(_ text: String, limit: Int = 64) -> String {
+        escape(text.utf8, limit: limit)
+    }
+}

@@ -1,0 +1,179 @@
+import CPAM
+import Glibc
+import PuffCore
+import PuffPlatform
+
+/// Everything `pam_sm_authenticate` can come to; `pamCode(for:)` maps it in one place.
+enum ModuleResult: Equatable {
+    /// The passcode verified.
+    case success
+    /// Wrong passcode, locked, not enrolled without `nullok`, empty reply.
+    case denied
+    /// Not enrolled and `nullok` is set.
+    case ignore
+    /// The application's conversation failed.
+    case conversationError
+    /// The user name could not be obtained.
+    case userNameUnavailable(Int32)
+    /// A store, configuration or crypto problem: fail closed.
+    case failure(StoreError)
+    /// Bad module arguments.
+    case badArguments
+}
+
+extension ModuleContext {
+    /// The only place where a result becomes a PAM code. No error maps to success or ignore.
+    func pamCode(for result: ModuleResult) -> Int32 {
+        switch result {
+        case .success: PAM_SUCCESS
+        case .denied: PAM_AUTH_ERR
+        case .ignore: PAM_IGNORE
+        case .conversationError: PAM_CONV_ERR
+        case .userNameUnavailable(let code): code == PAM_CONV_AGAIN ? PAM_INCOMPLETE : (code == PAM_SUCCESS ? PAM_AUTH_ERR : code)
+        case .badArguments: PAM_SERVICE_ERR
+        case .failure(let error):
+            switch error {
+            case .configuration: PAM_SERVICE_ERR
+            case .crypto: PAM_SYSTEM_ERR
+            case .system(_, _, let errno) where errno.rawValue == ENOMEM: PAM_BUF_ERR
+            case .system, .unsafe, .tooLarge, .format, .lockTimeout, .wrongOwner: PAM_AUTHINFO_UNAVAIL
+            }
+        }
+    }
+
+    /// The whole authentication, as one function of the module's inputs.
+    func authenticate(arguments: [String]?) -> ModuleResult {
+        do {
+            try Sodium.initialize()
+        } catch {
+            log(LOG_CRIT, "\(error)")
+            return .failure(error)
+        }
+        guard let arguments else {
+            log(LOG_ERR, "module arguments are not valid UTF-8 or exceed the limits")
+            return .badArguments
+        }
+        let options: PuffOptions
+        do {
+            let loaded = try Configuration.load(arguments: arguments)
+            options = loaded.options
+            for warning in loaded.warnings { log(LOG_WARNING, warning) }
+        } catch {
+            log(LOG_ERR, "\(error); failing closed")
+            return .failure(error)
+        }
+        if !options.noDelay { requestFailureDelay() }
+        let silent = options.silent
+
+        let (userStatus, rawName) = userName()
+        guard userStatus == PAM_SUCCESS else {
+            log(LOG_NOTICE, "could not obtain the user name (PAM code \(userStatus))")
+            return .userNameUnavailable(userStatus)
+        }
+        let userForLog = LogText.escape(rawName ?? "(invalid)")
+        let authenticator = Authenticator(options: options)
+        let subject: Authenticator.Subject
+        do {
+            subject = try authenticator.subject(for: rawName ?? "")
+        } catch {
+            log(LOG_ERR, "user \(userForLog): \(error); failing closed")
+            return .failure(error)
+        }
+
+        switch subject {
+        case .notEnrolled(let reason):
+            if options.nullOK {
+                if options.debug { log(LOG_DEBUG, "user \(userForLog): \(reason); ignored (nullok)") }
+                return .ignore
+            }
+        case .enrolled(_, _, let status):
+            if status != .open {
+                log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))")
+                complain(lockMessage(status), silent: silent)
+                return .denied
+            }
+        }
+
+        // The same prompt and the same single round for every user, enrolled or not.
+        let secret: SecureBytes
+        switch obtainSecret(options) {
+        case .secret(let bytes):
+            secret = bytes
+        case .empty:
+            log(LOG_NOTICE, "user \(userForLog): empty reply; not counted")
+            return .denied
+        case .tooLong:
+            log(LOG_NOTICE, "user \(userForLog): reply longer than \(Self.maximumReplyLength) bytes; not counted")
+            complain("Puff: wrong passcode.", silent: silent)
+            return .denied
+        case .failed(let code):
+            log(LOG_NOTICE, "user \(userForLog): conversation failed (PAM code \(code)); not counted")
+            return code == PAM_BUF_ERR ? .failure(.crypto("out of secure memory")) : .conversationError
+        }
+
+        let outcome: Authenticator.Outcome
+        do {
+            outcome = try authenticator.attempt(secret, for: subject)
+        } catch {
+            log(LOG_ERR, "user \(userForLog): \(error); failing closed")
+            return .failure(error)
+        }
+        switch outcome {
+        case .success(let rehashed):
+            log(LOG_INFO, "user \(userForLog): passcode accepted\(rehashed ? "; hash upgraded to the current cost" : "")")
+            return .success
+        case .notEnrolled:
+            if case .notEnrolled(let reason) = subject, options.debug {
+                log(LOG_DEBUG, "user \(userForLog): \(reason)")
+            }
+            log(LOG_NOTICE, "user \(userForLog): authentication failure")
+            complain("Puff: wrong passcode.", silent: silent)
+            return .denied
+        case .failure(let failures, let lock):
+            log(LOG_NOTICE, "user \(userForLog): authentication failure (\(failures) in a row)")
+            if lock == .open {
+                complain("Puff: wrong passcode.", silent: silent)
+            } else {
+                log(LOG_WARNING, "user \(userForLog): \(describe(lock))")
+                complain("Puff: wrong passcode. " + lockMessage(lock), silent: silent)
+            }
+            return .denied
+        case .locked(let status):
+            log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))")
+            complain(lockMessage(status), silent: silent)
+            return .denied
+        }
+    }
+
+    private func obtainSecret(_ options: PuffOptions) -> Reply {
+        if options.useFirstPass || options.tryFirstPass {
+            do {
+                if let token = try storedToken(), token.count > 0 { return .secret(token) }
+            } catch {
+                return .failed(PAM_BUF_ERR)
+            }
+            if options.useFirstPass { return .empty }
+        }
+        return promptSecret(options.prompt)
+    }
+
+    private func describe(_ status: LockStatus) -> String {
+        switch status {
+        case .open: "not locked"
+        case .locked(let seconds): "locked for \(seconds) more seconds"
+        case .lockedUntilReset: "locked until an administrator resets it"
+        }
+    }
+
+    /// What the user is told about a lock (the remaining time, rounded up to minutes).
+    func lockMessage(_ status: LockStatus) -> String {
+        switch status {
+        case .open: return ""
+        case .locked(let seconds):
+            let minutes = (seconds + 59) / 60
+            return "Puff: too many failed attempts; try again in \(minutes) minute\(minutes == 1 ? "" : "s")."
+        case .lockedUntilReset:
+            return "Puff: too many failed attempts; locked until an administrator resets it."
+        }
+    }
+}

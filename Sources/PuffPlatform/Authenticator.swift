@@ -1,0 +1,123 @@
+import PuffCore
+
+/// The authentication flow shared by everything that checks a secret: look the user up,
+/// consult the lockout, count the attempt before the slow check, verify, clear on success.
+/// It knows nothing of PAM; the caller owns the conversation and maps the outcomes.
+public struct Authenticator {
+    /// The effective options.
+    public let options: PuffOptions
+    /// The wall clock, injectable for tests.
+    public let now: () -> Int64
+
+    /// Creates an authenticator.
+    public init(options: PuffOptions, now: @escaping () -> Int64 = Clock.wallSeconds) {
+        self.options = options
+        self.now = now
+    }
+
+    var records: RecordStore { RecordStore(directory: options.recordDirectory) }
+    var counters: LockoutStore { LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds) }
+    var hasher: PasscodeHasher { PasscodeHasher(cost: options.kdf) }
+
+    /// Who is asking, as far as the store can tell before any secret is read.
+    public enum Subject: Sendable {
+        /// No usable account or no record: the attempt runs against a dummy hash and fails.
+        case notEnrolled(reason: String)
+        /// An enrolled user and whether the lockout allows an attempt now.
+        case enrolled(Account, UserRecord, LockStatus)
+    }
+
+    /// Resolves `userName` (raw, as the application gave it) to a subject.
+    public func subject(for userName: String) throws(StoreError) -> Subject {
+        guard UserName(userName) != nil else { return .notEnrolled(reason: "invalid user name") }
+        guard let account = try Account.lookup(userName) else { return .notEnrolled(reason: "no such account") }
+        guard let record = try records.load(account), record.passcode != nil else {
+            return .notEnrolled(reason: "no Puff record")
+        }
+        let tally = try counters.read(account.name)
+        return .enrolled(account, record, options.lockout.status(of: tally, now: now(), isRoot: account.uid == 0))
+    }
+
+    /// What an attempt came to.
+    public enum Outcome: Equatable, Sendable {
+        /// Verified; `rehashed` when the stored hash was upgraded to the current cost.
+        case success(rehashed: Bool)
+        /// Wrong secret; the failure is counted and `lock` is the state it leaves.
+        case failure(failures: UInt32, lock: LockStatus)
+        /// Refused without verifying, because the user is locked.
+        case locked(LockStatus)
+        /// Not enrolled; the dummy verification ran.
+        case notEnrolled
+    }
+
+    /// Checks `passcode` for `subject`. The attempt is counted as a failure *before* the
+    /// argon2id run and cleared on success, all under the user's exclusive lock, so a
+    /// process killed during verification leaves its attempt counted and attempts on one
+    /// user never overlap.
+    public func attempt(_ passcode: borrowing SecureBytes, for subject: Subject) throws(StoreError) -> Outcome {
+        switch subject {
+        case .notEnrolled:
+            try runDummyVerification(passcode)
+            return .notEnrolled
+        case .enrolled(let account, _, _):
+            guard let hostKey = try records.loadHostKey() else {
+                throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
+            }
+            let isRoot = account.uid == 0
+            return try counters.update(account.name) { tally, save throws(StoreError) -> Outcome in
+                let started = now()
+                let status = options.lockout.status(of: tally, now: started, isRoot: isRoot)
+                guard status == .open else { return .locked(status) }
+                // Re-read under the lock: an enrollment may have changed the record since.
+                guard let record = try records.load(account), let stored = record.passcode else {
+                    try runDummyVerification(passcode)
+                    return .notEnrolled
+                }
+                let counted = options.lockout.recordingFailure(in: tally, now: started)
+                try save(counted)
+                let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
+                guard try hasher.verify(prehash, against: stored.hash) else {
+                    tally = counted
+                    return .failure(failures: counted.failures,
+                                    lock: options.lockout.status(of: counted, now: started, isRoot: isRoot))
+                }
+                tally = Tally()
+                try save(tally)
+                guard hasher.needsRehash(stored.hash) else { return .success(rehashed: false) }
+                var upgraded = record
+                upgraded.passcode = StoredPasscode(type: stored.type, hash: try hasher.hash(prehash))
+                try records.save(upgraded)
+                return .success(rehashed: true)
+            }
+        }
+    }
+
+    private func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
+        // The host key if there is one, so the cost matches a real attempt.
+        let key: SecureBytes
+        switch try records.loadHostKey() {
+        case .some(let stored): key = stored
+        case .none: key = try SecureBytes(count: PasscodeHasher.keyLength)
+        }
+        guard let nobody = UserName("nobody") else { return }
+        let prehash = try hasher.prehash(passcode, user: nobody, uid: UInt32.max, hostKey: key)
+        _ = try hasher.verify(prehash, against: hasher.dummyHash)
+    }
+
+    /// Hashes a new passcode for `account` with the current cost, creating the host key
+    /// on first use. Used by enrollment.
+    public func hashNewPasscode(_ passcode: borrowing SecureBytes, for account: Account) throws(StoreError) -> String {
+        let hostKey = try records.loadOrCreateHostKey()
+        let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
+        return try hasher.hash(prehash)
+    }
+
+    /// Checks `passcode` against `account`'s stored passcode without touching the counters
+    /// (used when enrollment asks for the current passcode; enrollment counts it itself).
+    public func matchesStoredPasscode(_ passcode: borrowing SecureBytes, for account: Account,
+                                      record: UserRecord) throws(StoreError) -> Bool {
+        guard let stored = record.passcode, let hostKey = try records.loadHostKey() else { return false }
+        let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
+        return try hasher.verify(prehash, against: stored.hash)
+    }
+}

@@ -1,0 +1,58 @@
+import PuffCore
+
+/// Builds `PuffOptions`: defaults, then `puff.conf`, then the arguments.
+public enum Configuration {
+    /// The options and the warnings to log (unknown keys). A missing configuration file is
+    /// not an error; an unsafe or unreadable one, or a bad value anywhere, is.
+    public static func load(arguments: [String]) throws(StoreError) -> (options: PuffOptions, warnings: [String]) {
+        var options = PuffOptions()
+        var warnings: [String] = []
+        do {
+            // `conf=` decides which file is read, so it is applied first.
+            for argument in arguments where argument.hasPrefix("conf=") {
+                _ = try OptionParser.apply(argument, to: &options, from: .argument)
+            }
+        } catch {
+            throw .configuration(error.description)
+        }
+        if let text = try readFile(options.configFile) {
+            for token in OptionParser.tokens(ofConfigFile: text) {
+                do {
+                    if let warning = try OptionParser.apply(token, to: &options, from: .configFile) {
+                        warnings.append("\(options.configFile): \(warning)")
+                    }
+                } catch {
+                    throw .configuration("\(options.configFile): \(error.description)")
+                }
+            }
+        }
+        for argument in arguments {
+            do {
+                if let warning = try OptionParser.apply(argument, to: &options, from: .argument) {
+                    warnings.append("argument: \(warning)")
+                }
+            } catch {
+                throw .configuration("argument \(error.description)")
+            }
+        }
+        return (options, warnings)
+    }
+
+    private static func readFile(_ path: String) throws(StoreError) -> String? {
+        guard let slash = path.lastIndex(of: "/") else { throw .configuration("conf must be absolute") }
+        let parent = slash == path.startIndex ? "/" : String(path[..<slash])
+        let name = String(path[path.index(after: slash)...])
+        let directory: TrustedDirectory
+        do {
+            directory = try TrustedDirectory(parent)
+        } catch {
+            if TrustedDirectory.isMissing(error) { return nil }
+            throw error
+        }
+        guard let bytes = try directory.readFile(name, .rootWritable(maximumSize: 64 * 1024)) else { return nil }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw .configuration("\(path): not valid UTF-8")
+        }
+        return text
+    }
+}

@@ -1,0 +1,249 @@
+// Every libc call of Puff goes through this file: one place retries on EINTR, turns -1 into a
+// typed `Errno`, and sets O_CLOEXEC (CVE-2019-12210 leaked a descriptor into children).
+import Glibc
+
+/// A C `errno` value.
+public struct Errno: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The raw value.
+    public let rawValue: Int32
+
+    /// Wraps a raw value.
+    public init(_ rawValue: Int32) { self.rawValue = rawValue }
+
+    /// The calling thread's current `errno`.
+    static var current: Errno { Errno(errno) }
+
+    /// The symbolic name for the values Puff meets, else the number.
+    public var description: String {
+        let names: [Int32: String] = [
+            EPERM: "EPERM", ENOENT: "ENOENT", EINTR: "EINTR", EIO: "EIO", EBADF: "EBADF",
+            EAGAIN: "EAGAIN", ENOMEM: "ENOMEM", EACCES: "EACCES", EEXIST: "EEXIST",
+            ENOTDIR: "ENOTDIR", EISDIR: "EISDIR", EINVAL: "EINVAL", ENOSPC: "ENOSPC",
+            EROFS: "EROFS", ELOOP: "ELOOP", ENAMETOOLONG: "ENAMETOOLONG", EDQUOT: "EDQUOT",
+            ENXIO: "ENXIO", ETXTBSY: "ETXTBSY", EMFILE: "EMFILE", ENFILE: "ENFILE",
+        ]
+        return names[rawValue] ?? "errno \(rawValue)"
+    }
+
+    /// No such file or directory.
+    public static let noEntry = Errno(ENOENT)
+}
+
+/// An owned file descriptor, closed exactly once when it goes out of scope.
+public struct FileDescriptor: ~Copyable {
+    /// The raw descriptor.
+    public let rawValue: Int32
+
+    init(taking rawValue: Int32) { self.rawValue = rawValue }
+
+    deinit { _ = Glibc.close(rawValue) }
+
+    /// `fstat(2)`.
+    public func status() throws(Errno) -> stat {
+        var info = stat()
+        guard fstat(rawValue, &info) == 0 else { throw Errno.current }
+        return info
+    }
+
+    /// `read(2)` until end of file, refusing more than `limit` bytes.
+    /// Returns `nil` when the file holds more than `limit` bytes.
+    public func readAll(limit: Int) throws(Errno) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: limit + 1)
+        var filled = 0
+        while filled <= limit {
+            let got = bytes.withUnsafeMutableBytes { buffer in
+                Glibc.read(rawValue, buffer.baseAddress.map { $0 + filled }, limit + 1 - filled)
+            }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw Errno.current
+            }
+            if got == 0 { break }
+            filled += got
+        }
+        guard filled <= limit else { return nil }
+        bytes.removeLast(bytes.count - filled)
+        return bytes
+    }
+
+    /// `read(2)` into `buffer` until it is full or the file ends; returns the byte count.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        try Self.read(rawValue, into: buffer)
+    }
+
+    /// `read(2)` on a raw descriptor into `buffer` until it is full or the file ends.
+    public static func read(_ rawValue: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        var filled = 0
+        while filled < buffer.count, let base = buffer.baseAddress {
+            let got = Glibc.read(rawValue, base + filled, buffer.count - filled)
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw Errno.current
+            }
+            if got == 0 { break }
+            filled += got
+        }
+        return filled
+    }
+
+    /// `write(2)` until every byte is written.
+    public func writeAll(_ bytes: UnsafeRawBufferPointer) throws(Errno) {
+        var done = 0
+        while done < bytes.count, let base = bytes.baseAddress {
+            let wrote = write(rawValue, base + done, bytes.count - done)
+            if wrote < 0 {
+                if errno == EINTR { continue }
+                throw Errno.current
+            }
+            if wrote == 0 { throw Errno(EIO) }
+            done += wrote
+        }
+    }
+
+    /// `pwrite(2)` of the whole buffer at `offset`.
+    public func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(Errno) {
+        var done = 0
+        while done < bytes.count, let base = bytes.baseAddress {
+            let wrote = pwrite(rawValue, base + done, bytes.count - done, off_t(offset + done))
+            if wrote < 0 {
+                if errno == EINTR { continue }
+                throw Errno.current
+            }
+            if wrote == 0 { throw Errno(EIO) }
+            done += wrote
+        }
+    }
+
+    /// `pread(2)` of up to `limit` bytes from offset 0.
+    public func readPrefix(limit: Int) throws(Errno) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: limit)
+        var filled = 0
+        while filled < limit {
+            let got = bytes.withUnsafeMutableBytes { buffer in
+                pread(rawValue, buffer.baseAddress.map { $0 + filled }, limit - filled, off_t(filled))
+            }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw Errno.current
+            }
+            if got == 0 { break }
+            filled += got
+        }
+        bytes.removeLast(limit - filled)
+        return bytes
+    }
+
+    /// `fsync(2)`.
+    public func sync() throws(Errno) {
+        while fsync(rawValue) != 0 {
+            if errno != EINTR { throw Errno.current }
+        }
+    }
+
+    /// `fchmod(2)`.
+    public func setMode(_ mode: mode_t) throws(Errno) {
+        guard fchmod(rawValue, mode) == 0 else { throw Errno.current }
+    }
+
+    /// `flock(2)` with `LOCK_NB`: `true` when the lock was taken, `false` when another
+    /// holder has it.
+    public func tryLock(exclusive: Bool) throws(Errno) -> Bool {
+        while flock(rawValue, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0 {
+            if errno == EWOULDBLOCK { return false }
+            if errno != EINTR { throw Errno.current }
+        }
+        return true
+    }
+
+    /// Takes `flock(2)`, polling until `seconds` have passed; a bounded wait so one stuck
+    /// process cannot hang every later login. Returns `false` on timeout.
+    public func lock(exclusive: Bool, waitingAtMost seconds: Int64) throws(Errno) -> Bool {
+        let deadline = Clock.monotonicNanoseconds() + seconds * 1_000_000_000
+        var pause: Int64 = 1_000_000
+        while true {
+            if try tryLock(exclusive: exclusive) { return true }
+            if Clock.monotonicNanoseconds() >= deadline { return false }
+            Clock.sleep(nanoseconds: pause)
+            pause = min(pause * 2, 25_000_000)
+        }
+    }
+
+    /// `openat(2)` relative to this directory, always with `O_CLOEXEC`, retrying on EINTR.
+    public func open(_ name: String, _ flags: Int32, mode: mode_t = 0) throws(Errno) -> FileDescriptor {
+        while true {
+            let fd = openat(rawValue, name, flags | O_CLOEXEC, mode)
+            if fd >= 0 { return FileDescriptor(taking: fd) }
+            if errno != EINTR { throw Errno.current }
+        }
+    }
+
+    /// `renameat(2)` within this directory.
+    public func rename(_ from: String, to: String) throws(Errno) {
+        guard renameat(rawValue, from, rawValue, to) == 0 else { throw Errno.current }
+    }
+
+    /// `unlinkat(2)` of a file in this directory.
+    public func unlink(_ name: String) throws(Errno) {
+        guard unlinkat(rawValue, name, 0) == 0 else { throw Errno.current }
+    }
+
+    /// `mkdirat(2)` in this directory.
+    public func makeDirectory(_ name: String, mode: mode_t) throws(Errno) {
+        guard mkdirat(rawValue, name, mode) == 0 else { throw Errno.current }
+    }
+
+    /// The names in this directory (`fdopendir(3)` on a duplicate, so this descriptor stays open).
+    public func entries() throws(Errno) -> [String] {
+        let copy = fcntl(rawValue, F_DUPFD_CLOEXEC, 0)
+        guard copy >= 0 else { throw Errno.current }
+        guard let stream = fdopendir(copy) else {
+            let error = Errno.current
+            _ = Glibc.close(copy)
+            throw error
+        }
+        defer { closedir(stream) }
+        rewinddir(stream)
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
+                guard let base = raw.bindMemory(to: CChar.self).baseAddress else { return nil }
+                return String(validatingCString: base)
+            }
+            if let name, name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Opens an absolute path without following a final symlink (for the root of a walk).
+    public static func openRoot() throws(Errno) -> FileDescriptor {
+        while true {
+            let fd = Glibc.open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if fd >= 0 { return FileDescriptor(taking: fd) }
+            if errno != EINTR { throw Errno.current }
+        }
+    }
+}
+
+/// Clocks, passed explicitly where rules depend on time so tests can inject one.
+public enum Clock {
+    /// Wall-clock seconds since the epoch (persistent lock times survive a reboot).
+    public static func wallSeconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec)
+    }
+
+    /// Monotonic nanoseconds, for bounded waits.
+    public static func monotonicNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec)
+    }
+
+    /// Sleeps, resuming after signals until the time has passed.
+    public static func sleep(nanoseconds: Int64) {
+        var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+}

@@ -1,0 +1,239 @@
+import Glibc
+import PuffCore
+
+/// Why the store could not be used. Every case fails closed; the description is for the
+/// log and names paths and reasons, never file contents.
+public enum StoreError: Error, Equatable, CustomStringConvertible {
+    /// A system call failed.
+    case system(_ operation: String, path: String, Errno)
+    /// A file or directory was refused because it could be controlled by someone other
+    /// than root (symlink, owner, mode, link count, type).
+    case unsafe(path: String, reason: String)
+    /// A file larger than its format allows.
+    case tooLarge(path: String)
+    /// A file whose content does not parse.
+    case format(path: String, RecordFormatError)
+    /// Another attempt held the user's lock for longer than `lock_wait`.
+    case lockTimeout(path: String)
+    /// The record names another user or uid than the account it was found for.
+    case wrongOwner(path: String)
+    /// libsodium failed (allocation, initialisation, hashing).
+    case crypto(String)
+    /// A configuration value that cannot be used.
+    case configuration(String)
+
+    /// One log line.
+    public var description: String {
+        switch self {
+        case .system(let operation, let path, let errno): "\(operation) \(path): \(errno)"
+        case .unsafe(let path, let reason): "refusing \(path): \(reason)"
+        case .tooLarge(let path): "refusing \(path): larger than allowed"
+        case .format(let path, let problem): "refusing \(path): malformed (\(problem))"
+        case .lockTimeout(let path): "timed out waiting for the lock on \(path)"
+        case .wrongOwner(let path): "refusing \(path): it belongs to another user or uid"
+        case .crypto(let what): "libsodium: \(what)"
+        case .configuration(let what): "configuration: \(what)"
+        }
+    }
+}
+
+/// How a file must look before Puff trusts its content.
+public struct FileRequirement: Sendable {
+    /// Mode bits that must all be clear (0o022: no group/other write; 0o077: private).
+    public var forbiddenMode: mode_t
+    /// Largest size accepted.
+    public var maximumSize: Int
+
+    /// A root-owned file nobody else may write (configuration).
+    public static func rootWritable(maximumSize: Int) -> FileRequirement {
+        FileRequirement(forbiddenMode: 0o022, maximumSize: maximumSize)
+    }
+
+    /// A root-owned file nobody else may read or write (records, host key, counters).
+    public static func rootPrivate(maximumSize: Int) -> FileRequirement {
+        FileRequirement(forbiddenMode: 0o077, maximumSize: maximumSize)
+    }
+}
+
+/// A directory reached from `/` one `openat` at a time, every step checked, so a swapped
+/// parent directory or a symlink anywhere on the path is refused rather than followed.
+public struct TrustedDirectory: ~Copyable {
+    /// The open directory.
+    public let descriptor: FileDescriptor
+    /// Its path, for log lines.
+    public let path: String
+
+    /// Walks `path` from `/`. Every component must be a real directory owned by root;
+    /// intermediate ones may be group/other-writable only when sticky (like `/tmp`:
+    /// there only the owner of an entry, root here, can rename or remove it); the final
+    /// one must not be group/other-writable. Throws `Errno.noEntry` wrapped in
+    /// `.system("open", …)` when a component does not exist.
+    public init(_ path: String) throws(StoreError) {
+        guard path.first == "/" else { throw .unsafe(path: path, reason: "not an absolute path") }
+        let components = path.split(separator: "/").map(String.init)
+        var current: FileDescriptor
+        do {
+            current = try FileDescriptor.openRoot()
+        } catch {
+            throw .system("open", path: "/", error)
+        }
+        try Self.check(current, path: "/", isFinal: components.isEmpty)
+        var walked = ""
+        for (index, name) in components.enumerated() {
+            walked += "/" + name
+            guard name != "..", name != "." else { throw .unsafe(path: walked, reason: "'.' or '..' in path") }
+            let next: FileDescriptor
+            do {
+                next = try current.open(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NOCTTY)
+            } catch {
+                if error.rawValue == ELOOP || error.rawValue == ENOTDIR {
+                    throw .unsafe(path: walked, reason: "not a directory (symlink?)")
+                }
+                throw .system("open", path: walked, error)
+            }
+            try Self.check(next, path: walked, isFinal: index == components.count - 1)
+            current = next
+        }
+        self.descriptor = current
+        self.path = path
+    }
+
+    private static func check(_ directory: borrowing FileDescriptor, path: String, isFinal: Bool) throws(StoreError) {
+        let info: stat
+        do {
+            info = try directory.status()
+        } catch {
+            throw .system("fstat", path: path, error)
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw .unsafe(path: path, reason: "not a directory") }
+        guard info.st_uid == 0 else { throw .unsafe(path: path, reason: "not owned by root") }
+        let sticky = info.st_mode & S_ISVTX != 0
+        if info.st_mode & 0o022 != 0 && (isFinal || !sticky) {
+            throw .unsafe(path: path, reason: "writable by group or others")
+        }
+    }
+
+    /// True when `error` means "the thing does not exist" and nothing else.
+    public static func isMissing(_ error: StoreError) -> Bool {
+        if case .system(_, _, let errno) = error, errno == .noEntry { return true }
+        return false
+    }
+
+    /// Opens and reads `name`, returning `nil` only when it does not exist (ENOENT). The file
+    /// must be a regular file owned by root with one link, mode and size within `requirement`.
+    /// `O_NONBLOCK` keeps a FIFO planted in its place from hanging the login.
+    public func readFile(_ name: String, _ requirement: FileRequirement) throws(StoreError) -> [UInt8]? {
+        let filePath = path + "/" + name
+        let file: FileDescriptor
+        do {
+            file = try descriptor.open(name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)
+        } catch {
+            if error == .noEntry { return nil }
+            if error.rawValue == ELOOP { throw .unsafe(path: filePath, reason: "symlink") }
+            throw .system("open", path: filePath, error)
+        }
+        try Self.checkFile(file, path: filePath, requirement)
+        let bytes: [UInt8]?
+        do {
+            bytes = try file.readAll(limit: requirement.maximumSize)
+        } catch {
+            throw .system("read", path: filePath, error)
+        }
+        guard let bytes else { throw .tooLarge(path: filePath) }
+        return bytes
+    }
+
+    /// Checks an open file against `requirement` (regular, root, one link, mode, size).
+    public static func checkFile(_ file: borrowing FileDescriptor, path: String,
+                                 _ requirement: FileRequirement) throws(StoreError) {
+        let info: stat
+        do {
+            info = try file.status()
+        } catch {
+            throw .system("fstat", path: path, error)
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw .unsafe(path: path, reason: "not a regular file") }
+        guard info.st_uid == 0 else { throw .unsafe(path: path, reason: "not owned by root") }
+        guard info.st_nlink == 1 else { throw .unsafe(path: path, reason: "has more than one link") }
+        guard info.st_mode & requirement.forbiddenMode == 0 else {
+            throw .unsafe(path: path, reason: "mode \(String(info.st_mode & 0o7777, radix: 8)) too open")
+        }
+        guard info.st_size >= 0, info.st_size <= requirement.maximumSize else { throw .tooLarge(path: path) }
+    }
+
+    /// Replaces `name` atomically: a temp file in the same directory (O_EXCL, random name
+    /// starting with `.` so it can never be read as a record), write, check the size, fsync,
+    /// rename over the old one, fsync the directory. A crash leaves the old or the new file,
+    /// never a mix; a stale temp file is never read.
+    public func replaceFile(_ name: String, with bytes: UnsafeRawBufferPointer, mode: mode_t = 0o600) throws(StoreError) {
+        let temporary = "." + name + ".tmp-" + Sodium.randomHex(byteCount: 8)
+        let tempPath = path + "/" + temporary
+        do throws(Errno) {
+            let file = try descriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, mode: 0o600)
+            do throws(Errno) {
+                try file.setMode(mode)
+                try file.writeAll(bytes)
+                let info = try file.status()
+                guard info.st_size == bytes.count else { throw Errno(EIO) }
+                try file.sync()
+            } catch {
+                try? descriptor.unlink(temporary)
+                throw error
+            }
+        } catch {
+            throw .system("write", path: tempPath, error)
+        }
+        do {
+            try descriptor.rename(temporary, to: name)
+        } catch {
+            try? descriptor.unlink(temporary)
+            throw .system("rename", path: path + "/" + name, error)
+        }
+        do {
+            try descriptor.sync()
+        } catch {
+            throw .system("fsync", path: path, error)
+        }
+    }
+
+    /// `replaceFile` for an array.
+    public func replaceFile(_ name: String, with bytes: [UInt8], mode: mode_t = 0o600) throws(StoreError) {
+        let failure = bytes.withUnsafeBytes { buffer -> StoreError? in
+            do throws(StoreError) {
+                try replaceFile(name, with: buffer, mode: mode)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Removes `name`; `false` when it did not exist.
+    public func removeFile(_ name: String) throws(StoreError) -> Bool {
+        do {
+            try descriptor.unlink(name)
+        } catch {
+            if error == .noEntry { return false }
+            throw .system("unlink", path: path + "/" + name, error)
+        }
+        do {
+            try descriptor.sync()
+        } catch {
+            throw .system("fsync", path: path, error)
+        }
+        return true
+    }
+
+    /// Opens (creating if needed, root 0700) the subdirectory `name`, checked like the rest.
+    public func subdirectory(_ name: String, create: Bool, mode: mode_t = 0o700) throws(StoreError) -> TrustedDirectory {
+        if create {
+            do {
+                try descriptor.makeDirectory(name, mode: mode)
+            } catch {
+                if error.rawValue != EEXIST { throw .system("mkdir", path: path + "/" + name, error) }
+            }
+        }
+        return try TrustedDirectory(path + "/" + name)
+    }
+}

@@ -1,0 +1,181 @@
+/*
+ * puff-pam-harness: a small PAM application for Puff's integration tests and benchmark.
+ *
+ * It runs a real libpam transaction with pam_start_confdir (so tests use a service file in
+ * a temporary directory, never /etc/pam.d) and a scripted conversation, and prints what the
+ * module said and returned:
+ *
+ *   PROMPT <echo-off|echo-on> <text>     INFO <text>     ERROR <text>     RESULT <code> <name>
+ *
+ * The exit status is the PAM code of the last operation (0 = PAM_SUCCESS).
+ */
+#define _GNU_SOURCE
+#include <security/pam_appl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct script {
+    const char *replies[32];
+    int reply_count;
+    int next_reply;
+    int conv_error;      /* answer prompts with PAM_CONV_ERR */
+    int null_reply;      /* answer prompts with a NULL response array */
+    int quiet;           /* print nothing (threads, benchmark) */
+};
+
+static int converse(int count, const struct pam_message **messages,
+                     struct pam_response **responses, void *data) {
+    struct script *script = data;
+    if (count <= 0 || count > PAM_MAX_NUM_MSG) return PAM_CONV_ERR;
+    struct pam_response *out = calloc((size_t)count, sizeof *out);
+    if (out == NULL) return PAM_BUF_ERR;
+    for (int i = 0; i < count; i++) {
+        const struct pam_message *message = messages[i];
+        switch (message->msg_style) {
+        case PAM_PROMPT_ECHO_OFF:
+        case PAM_PROMPT_ECHO_ON:
+            if (!script->quiet)
+                printf("PROMPT %s %s\n", message->msg_style == PAM_PROMPT_ECHO_OFF ? "echo-off" : "echo-on",
+                       message->msg ? message->msg : "");
+            if (script->conv_error) { free(out); return PAM_CONV_ERR; }
+            if (script->null_reply) { free(out); *responses = NULL; return PAM_SUCCESS; }
+            if (script->next_reply < script->reply_count) {
+                out[i].resp = strdup(script->replies[script->next_reply++]);
+            } else {
+                out[i].resp = strdup("");
+            }
+            if (out[i].resp == NULL) { free(out); return PAM_BUF_ERR; }
+            break;
+        case PAM_TEXT_INFO:
+            if (!script->quiet) printf("INFO %s\n", message->msg ? message->msg : "");
+            break;
+        case PAM_ERROR_MSG:
+            if (!script->quiet) printf("ERROR %s\n", message->msg ? message->msg : "");
+            break;
+        default:
+            free(out);
+            return PAM_CONV_ERR;
+        }
+    }
+    *responses = out;
+    fflush(stdout);
+    return PAM_SUCCESS;
+}
+
+static char *read_file(const char *path) {
+    FILE *file = fopen(path, "rb");
+    if (file == NULL) { perror(path); exit(100); }
+    size_t capacity = 1 << 16, size = 0;
+    char *data = malloc(capacity + 1);
+    for (;;) {
+        if (data == NULL) exit(100);
+        size_t got = fread(data + size, 1, capacity - size, file);
+        size += got;
+        if (got == 0) break;
+        if (size == capacity) { capacity *= 2; data = realloc(data, capacity + 1); }
+    }
+    fclose(file);
+    data[size] = '\0';
+    return data;
+}
+
+struct options {
+    const char *confdir, *service, *user, *op, *authtok, *wait_fifo;
+    int no_user, repeat, threads;
+    struct script script;
+};
+
+static int run_once(struct options *options, struct script *script) {
+    struct pam_conv conversation = { converse, script };
+    pam_handle_t *handle = NULL;
+    const char *user = options->no_user ? NULL : options->user;
+    int status = pam_start_confdir(options->service, user, &conversation, options->confdir, &handle);
+    if (status != PAM_SUCCESS) {
+        if (!script->quiet) printf("RESULT %d %s\n", status, "pam_start_confdir failed");
+        return status;
+    }
+    if (options->authtok) pam_set_item(handle, PAM_AUTHTOK, options->authtok);
+    if (strcmp(options->op, "auth") == 0) status = pam_authenticate(handle, 0);
+    else if (strcmp(options->op, "acct") == 0) status = pam_acct_mgmt(handle, 0);
+    else if (strcmp(options->op, "setcred") == 0) status = pam_setcred(handle, PAM_ESTABLISH_CRED);
+    else status = PAM_SYSTEM_ERR;
+    if (!script->quiet) printf("RESULT %d %s\n", status, pam_strerror(handle, status));
+    fflush(stdout);
+    pam_end(handle, status);
+    return status;
+}
+
+static void *thread_main(void *data) {
+    struct options *options = data;
+    long failures = 0;
+    for (int i = 0; i < options->repeat; i++) {
+        struct script script = options->script;
+        script.quiet = 1;
+        if (run_once(options, &script) != PAM_SUCCESS) failures++;
+    }
+    return (void *)failures;
+}
+
+int main(int argc, char **argv) {
+    struct options options = { .service = "puff-test", .user = "", .op = "auth", .repeat = 1 };
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+#define TAKE(field) do { if (value == NULL) { fprintf(stderr, "%s needs a value\n", arg); return 100; } field = value; i++; } while (0)
+        if (strcmp(arg, "--confdir") == 0) TAKE(options.confdir);
+        else if (strcmp(arg, "--service") == 0) TAKE(options.service);
+        else if (strcmp(arg, "--user") == 0) TAKE(options.user);
+        else if (strcmp(arg, "--no-user") == 0) options.no_user = 1;
+        else if (strcmp(arg, "--op") == 0) TAKE(options.op);
+        else if (strcmp(arg, "--authtok") == 0) TAKE(options.authtok);
+        else if (strcmp(arg, "--wait-fifo") == 0) TAKE(options.wait_fifo);
+        else if (strcmp(arg, "--reply") == 0 || strcmp(arg, "--reply-file") == 0) {
+            const char *text;
+            TAKE(text);
+            if (options.script.reply_count == 32) return 100;
+            options.script.replies[options.script.reply_count++] =
+                strcmp(arg, "--reply-file") == 0 ? read_file(text) : text;
+        }
+        else if (strcmp(arg, "--conv-error") == 0) options.script.conv_error = 1;
+        else if (strcmp(arg, "--null-reply") == 0) options.script.null_reply = 1;
+        else if (strcmp(arg, "--quiet") == 0) options.script.quiet = 1;
+        else if (strcmp(arg, "--repeat") == 0) { const char *n; TAKE(n); options.repeat = atoi(n); }
+        else if (strcmp(arg, "--threads") == 0) { const char *n; TAKE(n); options.threads = atoi(n); }
+        else { fprintf(stderr, "unknown argument %s\n", arg); return 100; }
+#undef TAKE
+    }
+    if (options.wait_fifo) {
+        /* A barrier: opening a FIFO for reading blocks until the test opens it for writing,
+           and reading returns end-of-file when the test closes it, releasing every process at once. */
+        int fd = open(options.wait_fifo, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) { perror("open fifo"); return 100; }
+        char byte;
+        while (read(fd, &byte, 1) > 0) {}
+        close(fd);
+    }
+    if (options.threads > 0) {
+        pthread_t threads[256];
+        if (options.threads > 256) return 100;
+        for (int t = 0; t < options.threads; t++)
+            if (pthread_create(&threads[t], NULL, thread_main, &options) != 0) return 100;
+        long failures = 0;
+        for (int t = 0; t < options.threads; t++) {
+            void *result;
+            pthread_join(threads[t], &result);
+            failures += (long)result;
+        }
+        printf("THREADS %d x %d: %ld not successful\n", options.threads, options.repeat, failures);
+        return failures == 0 ? 0 : 1;
+    }
+    int status = PAM_SUCCESS;
+    for (int r = 0; r < options.repeat; r++) {
+        struct script script = options.script;
+        status = run_once(&options, &script);
+    }
+    return status;
+}
