@@ -104,20 +104,28 @@ public struct Authenticator {
         _ = try hasher.verify(prehash, against: hasher.dummyHash)
     }
 
-    /// Hashes a new passcode for `account` with the current cost, creating the host key
-    /// on first use. Used by enrollment.
-    public func hashNewPasscode(_ passcode: borrowing SecureBytes, for account: Account) throws(StoreError) -> String {
+    /// Hashes `passcode` at the current cost (creating the host key on first use) and
+    /// stores it with `type` in `account`'s record, keeping the record's other fields.
+    /// Runs under the user's counter lock, so it cannot interleave with a login's rehash.
+    public func storePasscode(_ passcode: borrowing SecureBytes, type: PasscodeType,
+                              for account: Account) throws(StoreError) {
         let hostKey = try records.loadOrCreateHostKey()
         let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
-        return try hasher.hash(prehash)
+        let hash = try hasher.hash(prehash)
+        try counters.update(account.name) { _, _ throws(StoreError) in
+            var record = try records.load(account) ?? UserRecord(user: account.name, uid: account.uid, passcode: nil)
+            record.passcode = StoredPasscode(type: type, hash: hash)
+            try records.save(record)
+        }
     }
 
-    /// Checks `passcode` against `account`'s stored passcode without touching the counters
-    /// (used when enrollment asks for the current passcode; enrollment counts it itself).
-    public func matchesStoredPasscode(_ passcode: borrowing SecureBytes, for account: Account,
-                                      record: UserRecord) throws(StoreError) -> Bool {
-        guard let stored = record.passcode, let hostKey = try records.loadHostKey() else { return false }
-        let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
-        return try hasher.verify(prehash, against: stored.hash)
+    /// Removes `account`'s record and clears its counter; `false` when there was no record.
+    public func removeEnrollment(of name: UserName) throws(StoreError) -> Bool {
+        try counters.update(name) { tally, save throws(StoreError) -> Bool in
+            let removed = try records.remove(name)
+            tally = Tally()
+            try save(tally)
+            return removed
+        }
     }
 }

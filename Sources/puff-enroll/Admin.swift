@@ -1,0 +1,141 @@
+import ArgumentParser
+import Glibc
+import PuffCore
+import PuffPlatform
+
+/// `puff-enroll status`: what is enrolled and the lockout state.
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show enrolled factors, failures and lockout (every enrolled user when --user is omitted).")
+
+    @OptionGroup var store: StoreOptions
+
+    @Option(help: "Show only this user.")
+    var user: String?
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    func run() throws {
+        try Command.run {
+            try Command.requireRoot()
+            let options = try store.load()
+            let records = RecordStore(directory: options.recordDirectory)
+            let counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
+            let names: [UserName]
+            if let user {
+                guard let name = UserName(user) else { throw Failure(ExitCodes.unknown, "'\(LogText.escape(user))' is not a valid user name") }
+                names = [name]
+            } else {
+                names = try records.enrolledNames()
+            }
+            let now = Clock.wallSeconds()
+            var rows: [String] = []
+            for name in names {
+                let account = try Account.lookup(name.value)
+                let record = try account.flatMap { account throws(StoreError) in try records.load(account) }
+                let tally = try counters.read(name)
+                let status = options.lockout.status(of: tally, now: now, isRoot: account?.uid == 0)
+                rows.append(json ? jsonRow(name, account, record, tally, status) : textRow(name, account, record, tally, status))
+            }
+            if json {
+                Terminal.say("[" + rows.joined(separator: ",\n ") + "]")
+            } else if rows.isEmpty {
+                Terminal.say("No user is enrolled.")
+            } else {
+                Terminal.say("USER             UID  PASSCODE      FAILURES  LOCK")
+                for row in rows { Terminal.say(row) }
+            }
+            if user != nil, let name = names.first, try records.load(try Command.account(name.value)) == nil {
+                throw Failure(ExitCodes.unknown, "\(name) has nothing enrolled")
+            }
+        }
+    }
+
+    private func lockText(_ status: LockStatus, _ tally: Tally) -> String {
+        switch status {
+        case .open: return "-"
+        case .lockedUntilReset: return "locked until reset"
+        case .locked(let seconds): return "locked for \(seconds)s (until \(Time.format(tally.lockedUntil)))"
+        }
+    }
+
+    private func textRow(_ name: UserName, _ account: Account?, _ record: UserRecord?, _ tally: Tally, _ status: LockStatus) -> String {
+        func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(1, width - text.count)) }
+        return pad(name.value, 17) + pad(account.map { String($0.uid) } ?? "?", 5)
+            + pad(record?.passcode?.type.rawValue ?? "-", 14) + pad(String(tally.failures), 10) + lockText(status, tally)
+    }
+
+    private func jsonRow(_ name: UserName, _ account: Account?, _ record: UserRecord?, _ tally: Tally, _ status: LockStatus) -> String {
+        var fields = ["\"user\": \"\(name.value)\""]
+        fields.append("\"uid\": " + (account.map { String($0.uid) } ?? "null"))
+        fields.append("\"passcode\": " + (record?.passcode.map { "\"\($0.type.rawValue)\"" } ?? "null"))
+        fields.append("\"failures\": \(tally.failures)")
+        fields.append("\"last_failure\": " + (tally.lastFailure == 0 ? "null" : String(tally.lastFailure)))
+        switch status {
+        case .open: fields.append("\"locked\": false")
+        case .locked: fields.append("\"locked\": true, \"locked_until\": \(tally.lockedUntil)")
+        case .lockedUntilReset: fields.append("\"locked\": true, \"locked_until\": \"reset\"")
+        }
+        return "{" + fields.joined(separator: ", ") + "}"
+    }
+}
+
+/// `puff-enroll reset`: the administrator's lockout reset.
+struct Reset: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Clear a user's failures and lock (root only; logged).")
+
+    @OptionGroup var store: StoreOptions
+
+    @Option(help: "The user whose lockout to clear.")
+    var user: String
+
+    func run() throws {
+        try Command.run {
+            try Command.requireRoot()
+            let options = try store.load()
+            guard let name = UserName(user) else { throw Failure(ExitCodes.unknown, "'\(LogText.escape(user))' is not a valid user name") }
+            let counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
+            let before = try counters.read(name)
+            try counters.reset(name)
+            Command.audit("lockout of user \(name) reset by uid \(getuidValue()) (\(before.failures) failures cleared)")
+            Terminal.say("Lockout of \(name) reset (\(before.failures) failures cleared).")
+        }
+    }
+}
+
+/// `puff-enroll remove`: delete a user's enrollment.
+struct Remove: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Remove a user's Puff record and counter.")
+
+    @OptionGroup var store: StoreOptions
+
+    @Option(help: "The user (default: the calling user).")
+    var user: String?
+
+    func run() throws {
+        try Command.run {
+            try Command.requireRoot()
+            let options = try store.load()
+            let name = try user ?? Command.callerName()
+            guard let valid = UserName(name) else { throw Failure(ExitCodes.unknown, "'\(LogText.escape(name))' is not a valid user name") }
+            guard try Authenticator(options: options).removeEnrollment(of: valid) else {
+                throw Failure(ExitCodes.unknown, "\(valid) has nothing enrolled")
+            }
+            Command.audit("enrollment of user \(valid) removed by uid \(getuidValue())")
+            Terminal.say("Enrollment of \(valid) removed.")
+        }
+    }
+}
+
+/// Local-time formatting for status output.
+enum Time {
+    static func format(_ seconds: Int64) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        guard localtime_r(&time, &parts) != nil else { return String(seconds) }
+        var buffer = [CChar](repeating: 0, count: 64)
+        let count = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S", &parts)
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

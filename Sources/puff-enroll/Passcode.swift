@@ -1,0 +1,86 @@
+import ArgumentParser
+import Glibc
+import PuffCore
+import PuffPlatform
+
+extension PasscodeType: ExpressibleByArgument {}
+
+/// `puff-enroll passcode`: set or change a passcode.
+struct Passcode: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Set or change a user's passcode.",
+        discussion: """
+        The new passcode is read twice without echo from the terminal, or once from standard \
+        input with --stdin. Changing an existing passcode asks for the current one, except when \
+        root changes another user's. Types: digits4, digits6, numeric (4-64 digits), \
+        alphanumeric (6-128 printable ASCII characters).
+        """
+    )
+
+    @OptionGroup var store: StoreOptions
+
+    @Option(help: "The user to enroll (default: the calling user).")
+    var user: String?
+
+    @Option(help: "Passcode type: digits4, digits6, numeric or alphanumeric (default: the current type, else digits6).")
+    var type: PasscodeType?
+
+    @Flag(help: "Read the passcode (and the current one first, when asked) as lines from standard input.")
+    var stdin = false
+
+    @Flag(help: "Accept a common or trivial PIN such as 1234 (administrators only, on purpose).")
+    var allowWeak = false
+
+    func run() throws {
+        try Command.run {
+            try Command.requireRoot()
+            let options = try store.load()
+            let account = try Command.account(user)
+            let authenticator = Authenticator(options: options)
+            let existing = try RecordStore(directory: options.recordDirectory).load(account)
+            let actingOnOther = account.uid != getuidValue()
+            if let stored = existing?.passcode, !actingOnOther {
+                try confirmCurrent(authenticator, account: account, type: stored.type)
+            }
+            let chosenType = type ?? existing?.passcode?.type ?? .digits6
+            let newPasscode = try readNew(type: chosenType)
+            try authenticator.storePasscode(newPasscode, type: chosenType, for: account)
+            Command.audit("passcode of user \(account.name) set (type \(chosenType.rawValue)) by uid \(getuidValue())")
+            Terminal.say("Passcode for \(account.name) saved (type \(chosenType.rawValue)).")
+        }
+    }
+
+    private func confirmCurrent(_ authenticator: Authenticator, account: Account, type: PasscodeType) throws {
+        guard case .secret(let current) = try Terminal.readSecret(prompt: "Current passcode: ", fromStdin: stdin) else {
+            throw Failure(ExitCodes.refused, "cancelled")
+        }
+        let subject = try authenticator.subject(for: account.name.value)
+        // The check counts like a login: a wrong current passcode is a failed attempt.
+        switch try authenticator.attempt(current, for: subject) {
+        case .success: return
+        case .locked: throw Failure(ExitCodes.refused, "locked after too many failed attempts; ask an administrator")
+        case .failure, .notEnrolled: throw Failure(ExitCodes.refused, "the current passcode is wrong")
+        }
+    }
+
+    private func readNew(type: PasscodeType) throws -> SecureBytes {
+        guard case .secret(let first) = try Terminal.readSecret(prompt: "New passcode (\(type.rawValue)): ", fromStdin: stdin) else {
+            throw Failure(ExitCodes.refused, "cancelled")
+        }
+        if let violation = first.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: allowWeak) }) {
+            throw Failure(ExitCodes.refused, violation.message)
+        }
+        if !stdin {
+            guard case .secret(let second) = try Terminal.readSecret(prompt: "Repeat new passcode: ", fromStdin: false) else {
+                throw Failure(ExitCodes.refused, "cancelled")
+            }
+            guard first.constantTimeEquals(second) else {
+                throw Failure(ExitCodes.refused, "the two passcodes differ; nothing was changed")
+            }
+        }
+        return first
+    }
+}
+
+/// `getuid()` as the store's uid type.
+func getuidValue() -> UInt32 { getuid() }

@@ -1,0 +1,124 @@
+import ArgumentParser
+import Glibc
+import PuffCore
+import PuffPlatform
+
+/// `puff-enroll`: enroll and change Puff credentials; inspect and reset lockouts.
+@main
+struct PuffEnroll: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "puff-enroll",
+        abstract: "Enroll Puff passcodes and manage Puff lockouts.",
+        discussion: """
+        Exit codes: 0 success; 1 the store could not be read or written; 3 refused (passcode \
+        rules, confirmation mismatch, wrong current passcode, locked); 4 unknown user or \
+        nothing enrolled; 64 usage error; 77 must be run as root.
+        """,
+        subcommands: [Passcode.self, Status.self, Reset.self, Remove.self]
+    )
+}
+
+/// Exit codes documented in `--help`.
+enum ExitCodes {
+    static let storeFailure: Int32 = 1
+    static let refused: Int32 = 3
+    static let unknown: Int32 = 4
+    static let notRoot: Int32 = 77
+}
+
+/// The store overrides shared by every subcommand (the module's `dir=`, `state_dir=`, `conf=`).
+struct StoreOptions: ParsableArguments {
+    @Option(name: .customLong("dir"), help: "Record directory (module option dir=).")
+    var recordDirectory: String?
+
+    @Option(name: .customLong("state-dir"), help: "Lockout counter directory (module option state_dir=).")
+    var stateDirectory: String?
+
+    @Option(name: .customLong("conf"), help: "Configuration file (module option conf=).")
+    var configFile: String?
+
+    /// Loads the options exactly as the module does: defaults, the file, then these overrides.
+    func load() throws -> PuffOptions {
+        var tokens: [String] = []
+        if let configFile { tokens.append("conf=" + configFile) }
+        if let recordDirectory { tokens.append("dir=" + recordDirectory) }
+        if let stateDirectory { tokens.append("state_dir=" + stateDirectory) }
+        do {
+            let loaded = try Configuration.load(arguments: tokens)
+            for warning in loaded.warnings { Terminal.warn(warning) }
+            return loaded.options
+        } catch {
+            throw Failure(ExitCodes.storeFailure, "\(error)")
+        }
+    }
+}
+
+/// An error that ends the command with a message and a documented exit code.
+struct Failure: Error, CustomStringConvertible {
+    let code: Int32
+    let message: String
+
+    init(_ code: Int32, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    var description: String { message }
+}
+
+/// Common steps of every subcommand.
+enum Command {
+    /// Runs `body`, turning failures into a message on stderr and the documented exit code.
+    static func run(_ body: () throws -> Void) throws {
+        umask(0o077)
+        do {
+            try Sodium.initialize()
+            try body()
+        } catch let failure as Failure {
+            Terminal.warn("puff-enroll: \(failure.message)")
+            throw ExitCode(failure.code)
+        } catch let error as StoreError {
+            Terminal.warn("puff-enroll: \(error)")
+            throw ExitCode(ExitCodes.storeFailure)
+        }
+    }
+
+    /// Refuses non-root callers: the store is root-only until the setuid helper exists.
+    static func requireRoot() throws {
+        guard geteuid() == 0 else {
+            throw Failure(ExitCodes.notRoot,
+                          "must be run as root (the Puff store is root-only; self-enrollment by ordinary users is not available yet)")
+        }
+    }
+
+    /// The account named `user`, or the caller's own account.
+    static func account(_ user: String?) throws -> Account {
+        let name = try user ?? callerName()
+        guard UserName(name) != nil else { throw Failure(ExitCodes.unknown, "'\(LogText.escape(name))' is not a valid user name") }
+        guard let account = try Account.lookup(name) else {
+            throw Failure(ExitCodes.unknown, "no such user '\(LogText.escape(name))'")
+        }
+        return account
+    }
+
+    /// The name of the real uid (not $USER: the environment never decides whose record is used).
+    static func callerName() throws -> String {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16 * 1024)
+        guard getpwuid_r(getuid(), &entry, &buffer, buffer.count, &result) == 0,
+              let found = result?.pointee, let name = found.pw_name, let text = String(validatingCString: name) else {
+            throw Failure(ExitCodes.unknown, "cannot find the calling user in the account database")
+        }
+        return text
+    }
+
+    /// Writes a line to syslog (LOG_AUTHPRIV), for administrative actions.
+    static func audit(_ message: String) {
+        openlog("puff-enroll", LOG_PID, LOG_AUTHPRIV)
+        message.withCString { text in
+            withVaList([text]) { vsyslog(LOG_NOTICE, "%s", $0) }
+        }
+        closelog()
+    }
+}
