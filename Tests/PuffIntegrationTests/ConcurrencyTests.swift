@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+
+/// Many real processes racing through libpam on one user.
+@Suite(.serialized)
+struct ConcurrencyTests {
+    /// Starts `count` harness processes that block on a FIFO, waits until every one has it
+    /// open, then releases them all at once by closing the writer.
+    func raceAuthentications(_ fixture: Fixture, user: String, reply: String, count: Int) throws -> [Int32] {
+        let fifo = fixture.root + "/barrier"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // Holding the FIFO open read-write lets every reader's open() return at once.
+        let holder = open(fifo, O_RDWR | O_CLOEXEC)
+        #expect(holder >= 0)
+        var processes: [Process] = []
+        for _ in 0..<count {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Artefacts.harness)
+            process.arguments = ["--confdir", fixture.pamDirectory, "--service", "puff-test", "--user", user,
+                                 "--reply", reply, "--quiet", "--wait-fifo", fifo]
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            processes.append(process)
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            let ready = processes.filter { Self.holdsOpen(pid: $0.processIdentifier, path: fifo) }.count
+            if ready == count { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        close(holder)
+        for process in processes { process.waitUntilExit() }
+        return processes.map(\.terminationStatus)
+    }
+
+    static func holdsOpen(pid: Int32, path: String) -> Bool {
+        let directory = "/proc/\(pid)/fd"
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return false }
+        return entries.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + $0)) == path }
+    }
+
+    @Test func sixtyFourSimultaneousFailuresAreAllCounted() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture(moduleArguments: "deny=100000")
+        try fixture.enroll(user, "604917")
+        let results = try raceAuthentications(fixture, user: user, reply: "111333", count: 64)
+        #expect(results.allSatisfy { $0 == PAMCode.authError })
+        #expect(try fixture.failures(user) == 64)
+    }
+
+    @Test func thirtyTwoSimultaneousCorrectLoginsAllSucceedWithDenyThree() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture(moduleArguments: "deny=3 delays=10m")
+        try fixture.enroll(user, "604917")
+        let results = try raceAuthentications(fixture, user: user, reply: "604917", count: 32)
+        #expect(results.filter { $0 == PAMCode.success }.count == 32)
+        #expect(try fixture.failures(user) == 0)
+    }
+
+    @Test func attemptKilledDuringVerificationStaysCounted() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        // A deliberately slow cost (enrolled with it: verification runs at the stored cost)
+        // so the kill lands mid-verification.
+        let fixture = try Fixture(config: "kdf_ops = 6\nkdf_mem_kib = 131072\n", moduleArguments: "deny=100")
+        try fixture.enroll(user, "604917")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Artefacts.harness)
+        process.arguments = ["--confdir", fixture.pamDirectory, "--service", "puff-test", "--user", user, "--reply", "604917"]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        // The counter file says the attempt is counted before argon2id starts; kill then.
+        // (Read the file directly: `puff-enroll status` would wait for the attempt's lock.)
+        let counter = fixture.state + "/" + user
+        let deadline = Date().addingTimeInterval(20)
+        var counted = false
+        while Date() < deadline, !counted {
+            counted = ((try? String(contentsOfFile: counter, encoding: .utf8)) ?? "").contains("failures 1\n")
+            if !counted { Thread.sleep(forTimeInterval: 0.002) }
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(counted)
+        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(try fixture.failures(user) == 1)
+    }
+
+    @Test func multithreadedHostDoesNotCrash() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture(moduleArguments: "deny=100000")
+        try fixture.enroll(user, "604917")
+        let result = try fixture.authenticate(user, replies: ["604917"], extra: ["--threads", "16", "--repeat", "20"])
+        #expect(result.status == 0, "\(result.output) \(result.errors)")
+        #expect(result.output.contains("THREADS 16 x 20: 0 not successful"))
+    }
+}
