@@ -28,7 +28,7 @@ public struct PuffOptions: Equatable, Sendable {
     /// How long an attempt waits for another attempt on the same user to finish, in seconds.
     public var lockWaitSeconds: Int64 = 30
     /// argon2id cost for new hashes.
-    public var kdf = Argon2Parameters(memoryKiB: 65536, iterations: 2)
+    public var kdf = Argon2Parameters(memoryKiB: 65536, iterations: 1)
 
     /// The defaults.
     public init() {}

@@ -135,7 +135,7 @@ extension ModuleContext {
                 complain("Puff: wrong passcode.", silent: silent)
             } else {
                 log(LOG_WARNING, "user \(userForLog): \(describe(lock))")
-                complain("Puff: wrong passcode. " + lockMessage(lock), silent: silent)
+                complain("Puff: wrong passcode. " + lockMessage(lock, prefix: false), silent: silent)
             }
             return .denied
         case .locked(let status):
@@ -166,14 +166,15 @@ extension ModuleContext {
     }
 
     /// What the user is told about a lock (the remaining time, rounded up to minutes).
-    func lockMessage(_ status: LockStatus) -> String {
+    func lockMessage(_ status: LockStatus, prefix: Bool = true) -> String {
+        let start = prefix ? "Puff: too" : "Too"
         switch status {
         case .open: return ""
         case .locked(let seconds):
             let minutes = (seconds + 59) / 60
-            return "Puff: too many failed attempts; try again in \(minutes) minute\(minutes == 1 ? "" : "s")."
+            return "\(start) many failed attempts; try again in \(minutes) minute\(minutes == 1 ? "" : "s")."
         case .lockedUntilReset:
-            return "Puff: too many failed attempts; locked until an administrator resets it."
+            return "\(start) many failed attempts; locked until an administrator resets it."
         }
     }
 }

@@ -85,7 +85,7 @@ struct AuthenticationTests {
             #expect(try fixture.authenticate(user, replies: ["111333"]).lines.contains("ERROR Puff: wrong passcode."))
         }
         let third = try fixture.authenticate(user, replies: ["111333"])
-        #expect(third.lines.contains("ERROR Puff: wrong passcode. Puff: too many failed attempts; try again in 10 minutes."))
+        #expect(third.lines.contains("ERROR Puff: wrong passcode. Too many failed attempts; try again in 10 minutes."))
         let locked = try fixture.authenticate(user, replies: ["604917"])
         #expect(locked.status == PAMCode.authError)
         #expect(locked.lines.first == "ERROR Puff: too many failed attempts; try again in 10 minutes.")
