@@ -21,7 +21,9 @@ public struct LockoutPolicy: Equatable, Sendable {
     public func status(of tally: Tally, now: Int64, isRoot: Bool) -> LockStatus {
         guard deny > 0, !isRoot || evenDenyRoot, tally.lockedUntil != 0 else { return .open }
         if tally.lockedUntil == Tally.untilReset { return .lockedUntilReset }
-        return now < tally.lockedUntil ? .locked(secondsLeft: tally.lockedUntil - now) : .open
+        guard now < tally.lockedUntil else { return .open }
+        let (left, overflow) = tally.lockedUntil.subtractingReportingOverflow(now)
+        return .locked(secondsLeft: overflow ? Int64.max : left)
     }
 
     /// The tally after one more failure at `now`.
@@ -98,9 +100,14 @@ public struct Tally: Equatable, Sendable {
         let fields = try KeyValueText.parse(bytes, header: "puff-tally 1", maximumSize: maximumEncodedSize,
                                             keys: ["failures", "last-failure", "locked-until"],
                                             optional: [])
-        guard let failures = fields["failures"].flatMap({ UInt32($0) }),
-              let last = fields["last-failure"].flatMap({ Int64($0) }), last >= 0,
-              let until = fields["locked-until"].flatMap({ Int64($0) }), until >= 0 else {
+        // Canonical decimal only: Swift's parsers also take "+1", "-0" and "01".
+        func canonical<T: FixedWidthInteger>(_ key: String, _ type: T.Type) -> T? {
+            guard let text = fields[key], let value = T(text), String(value) == text else { return nil }
+            return value
+        }
+        guard let failures = canonical("failures", UInt32.self),
+              let last = canonical("last-failure", Int64.self), last >= 0,
+              let until = canonical("locked-until", Int64.self), until >= 0 else {
             throw .badValue
         }
         return Tally(failures: failures, lastFailure: last, lockedUntil: until)

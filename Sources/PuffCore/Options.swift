@@ -153,24 +153,28 @@ public enum OptionParser {
     }
 
     /// Splits `puff.conf` into tokens: one `key = value` or `flag` a line, `#` starts a
-    /// comment line, blank lines are skipped, spaces around `=` are dropped.
+    /// comment line, blank lines are skipped, spaces around `=` are dropped. Lines may end in
+    /// LF or CRLF (the split is on scalars: to Swift `"\r\n"` is one character).
     public static func tokens(ofConfigFile text: String) -> [String] {
         var tokens: [String] = []
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            let line = trimmed(rawLine)
+        for rawLine in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false) {
+            let line = trimmed(Substring(Substring.UnicodeScalarView(rawLine)))
             if line.isEmpty || line.first == "#" { continue }
             if let equals = line.firstIndex(of: "=") {
                 tokens.append(trimmed(line[..<equals]) + "=" + trimmed(line[line.index(after: equals)...]))
             } else {
-                tokens.append(String(line))
+                tokens.append(line)
             }
         }
         return tokens
     }
 
-    private static func trimmed(_ text: Substring) -> String {
-        String(text.drop(while: { $0 == " " || $0 == "\t" || $0 == "\r" })
-            .reversed().drop(while: { $0 == " " || $0 == "\t" || $0 == "\r" }).reversed())
+    private static func trimmed(_ text: some StringProtocol) -> String {
+        let blank: Set<Unicode.Scalar> = [" ", "\t", "\r"]
+        let scalars = text.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !blank.contains($0) }),
+              let last = scalars.lastIndex(where: { !blank.contains($0) }) else { return "" }
+        return String(String.UnicodeScalarView(scalars[first...last]))
     }
 
     /// A non-negative decimal integer of at most 12 digits.

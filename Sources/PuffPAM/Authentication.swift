@@ -171,7 +171,7 @@ extension ModuleContext {
         switch status {
         case .open: return ""
         case .locked(let seconds):
-            let minutes = (seconds + 59) / 60
+            let minutes = seconds / 60 + (seconds % 60 == 0 ? 0 : 1)
             return "\(start) many failed attempts; try again in \(minutes) minute\(minutes == 1 ? "" : "s")."
         case .lockedUntilReset:
             return "\(start) many failed attempts; locked until an administrator resets it."

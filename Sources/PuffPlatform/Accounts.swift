@@ -19,6 +19,8 @@ public struct Account: Equatable, Sendable {
     /// Returns `nil` when the database has no such user; throws on lookup errors and when
     /// the database's canonical name is not a name Puff can use.
     public static func lookup(_ name: String) throws(StoreError) -> Account? {
+        // A NUL would cut the C string short and look up another name.
+        guard !name.utf8.contains(0) else { return nil }
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var size = 16 * 1024

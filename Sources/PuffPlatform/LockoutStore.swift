@@ -46,8 +46,9 @@ public struct LockoutStore: Sendable {
         return try Self.decode(file, path: path)
     }
 
-    /// Runs `body` with the user's counter locked exclusively; whatever `body` leaves in
-    /// `tally` is written back before the lock is released. `body` also runs the slow
+    /// Runs `body` with the user's counter locked exclusively. `body` writes with `save`
+    /// (nothing is written back implicitly, so a write happens exactly where the caller
+    /// decides, such as before a verification). `body` also runs the slow
     /// verification, so attempts on one user are strictly one at a time: a lock holder
     /// that finds a failure already counted knows the attempt that counted it is over.
     public func update<Result>(_ name: UserName,

@@ -158,7 +158,7 @@ public struct FileDescriptor: ~Copyable {
     /// Takes `flock(2)`, polling until `seconds` have passed; a bounded wait so one stuck
     /// process cannot hang every later login. Returns `false` on timeout.
     public func lock(exclusive: Bool, waitingAtMost seconds: Int64) throws(Errno) -> Bool {
-        let deadline = Clock.monotonicNanoseconds() + seconds * 1_000_000_000
+        let deadline = Clock.monotonicNanoseconds() &+ min(max(seconds, 0), 3600) &* 1_000_000_000
         var pause: Int64 = 1_000_000
         while true {
             if try tryLock(exclusive: exclusive) { return true }

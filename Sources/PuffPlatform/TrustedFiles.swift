@@ -154,7 +154,9 @@ public struct TrustedDirectory: ~Copyable {
         }
         guard info.st_mode & S_IFMT == S_IFREG else { throw .unsafe(path: path, reason: "not a regular file") }
         guard info.st_uid == 0 else { throw .unsafe(path: path, reason: "not owned by root") }
-        guard info.st_nlink == 1 else { throw .unsafe(path: path, reason: "has more than one link") }
+        // 0 links is a file an atomic replace has just renamed over: its content is the
+        // complete old version. More than one link could be a hard link planted elsewhere.
+        guard info.st_nlink <= 1 else { throw .unsafe(path: path, reason: "has more than one link") }
         guard info.st_mode & requirement.forbiddenMode == 0 else {
             throw .unsafe(path: path, reason: "mode \(String(info.st_mode & 0o7777, radix: 8)) too open")
         }

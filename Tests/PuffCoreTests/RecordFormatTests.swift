@@ -1,0 +1,183 @@
+import PuffCore
+import Testing
+
+/// Text helpers for building on-disk records by hand.
+private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+private let validHash = "$argon2id$v=19$m=65536,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$RdescudvJCsgt3ub+b+dWRWJTmaaJObG/m3K4cJeF3c"
+
+@Suite("Tally encoding")
+struct TallyFormatTests {
+    @Test("round trips", arguments: [
+        Tally(),
+        Tally(failures: 1, lastFailure: 1_700_000_000, lockedUntil: 0),
+        Tally(failures: 7, lastFailure: 1_700_000_000, lockedUntil: 1_700_000_900),
+        Tally(failures: UInt32.max, lastFailure: Int64.max, lockedUntil: Tally.untilReset),
+    ])
+    func roundTrip(tally: Tally) throws {
+        #expect(try Tally.decode(tally.encoded()) == tally)
+    }
+
+    @Test("the exact encoding")
+    func exactEncoding() {
+        let text = String(decoding: Tally(failures: 3, lastFailure: 100, lockedUntil: 160).encoded(), as: UTF8.self)
+        #expect(text == "puff-tally 1\nfailures 3\nlast-failure 100\nlocked-until 160\n")
+    }
+
+    @Test("an ArraySlice decodes too")
+    func slice() throws {
+        let padded = Tally(failures: 2).encoded() + [0, 0]
+        #expect(try Tally.decode(padded.dropLast(2)) == Tally(failures: 2))
+    }
+
+    @Test("rejections", arguments: [
+        ("puff-tally 2\nfailures 1\nlast-failure 0\nlocked-until 0\n", RecordFormatError.badHeader),
+        ("failures 1\nlast-failure 0\nlocked-until 0\n", .badHeader),
+        ("puff-tally 1 \nfailures 1\nlast-failure 0\nlocked-until 0\n", .badHeader),
+        ("\n", .badHeader),
+        ("puff-tally 1\nfailures 1\nlast-failure 0\nlocked-until 0\nextra 1\n", .unknownKey),
+        ("puff-tally 1\nFailures 1\nlast-failure 0\nlocked-until 0\n", .unknownKey),
+        ("puff-tally 1\nfailures 1\nfailures 2\nlast-failure 0\nlocked-until 0\n", .duplicateKey),
+        ("puff-tally 1\nfailures 1\nlast-failure 0\n", .missingKey),
+        ("puff-tally 1\n", .missingKey),
+        ("puff-tally 1\nfailures 1\nlast-failure 0\nlocked-until 0", .badText),
+        ("", .badText),
+        ("puff-tally 1\nfailures 1\nlast-failure 0\nlocked-until 0\n\n", .badText),
+        ("puff-tally 1\nfailures\t1\nlast-failure 0\nlocked-until 0\n", .badText),
+        ("puff-tally 1\r\nfailures 1\r\nlast-failure 0\r\nlocked-until 0\r\n", .badText),
+        ("puff-tally 1\nfailures 1\nlast-failure 0\nlocked-until 0\u{e9}\n", .badText),
+        ("puff-tally 1\nfailures1\nlast-failure 0\nlocked-until 0\n", .badText),
+        ("puff-tally 1\nfailures -1\nlast-failure 0\nlocked-until 0\n", .badValue),
+        ("puff-tally 1\nfailures 4294967296\nlast-failure 0\nlocked-until 0\n", .badValue),
+        ("puff-tally 1\nfailures 1\nlast-failure -1\nlocked-until 0\n", .badValue),
+        ("puff-tally 1\nfailures 1\nlast-failure 0\nlocked-until -5\n", .badValue),
+        ("puff-tally 1\nfailures 1\nlast-failure 9223372036854775808\nlocked-until 0\n", .badValue),
+        ("puff-tally 1\nfailures +1\nlast-failure 0\nlocked-until 0\n", .badValue),
+        ("puff-tally 1\nfailures 1\nlast-failure -0\nlocked-until 0\n", .badValue),
+        ("puff-tally 1\nfailures 01\nlast-failure 0\nlocked-until 0\n", .badValue),
+        ("puff-tally 1\nfailures \nlast-failure 0\nlocked-until 0\n", .badValue),
+        ("puff-tally 1\nfailures 1 \nlast-failure 0\nlocked-until 0\n", .badValue),
+        ("puff-tally 1\nfailures 0x1\nlast-failure 0\nlocked-until 0\n", .badValue),
+        ("puff-tally 1\nfailures  1\nlast-failure 0\nlocked-until 0\n", .badValue),
+    ])
+    func rejections(text: String, expected: RecordFormatError) {
+        #expect(throws: expected) { try Tally.decode(bytes(text)) }
+    }
+
+    @Test("a NUL byte is not text")
+    func nul() {
+        var encoded = Tally(failures: 1).encoded()
+        encoded.insert(0, at: 3)
+        #expect(throws: RecordFormatError.badText) { try Tally.decode(encoded) }
+    }
+
+    @Test("oversize input is refused before it is parsed")
+    func oversize() throws {
+        let padding = String(repeating: "x", count: 1024)
+        #expect(throws: RecordFormatError.tooLarge) { try Tally.decode(bytes("puff-tally 1\n" + padding + "\n")) }
+        #expect(throws: RecordFormatError.tooLarge) { try Tally.decode([UInt8](repeating: 0, count: 1025)) }
+        // The limit itself is accepted by the size check.
+        #expect(throws: RecordFormatError.badText) { try Tally.decode([UInt8](repeating: 0x41, count: 1024)) }
+    }
+}
+
+@Suite("UserRecord encoding")
+struct UserRecordFormatTests {
+    private static func record(_ name: String, uid: UInt32, _ passcode: StoredPasscode?) -> UserRecord? {
+        UserName(name).map { UserRecord(user: $0, uid: uid, passcode: passcode) }
+    }
+
+    @Test("round trips")
+    func roundTrips() throws {
+        let records = try [
+            #require(Self.record("alice", uid: 1000, StoredPasscode(type: .digits6, hash: validHash))),
+            #require(Self.record("root", uid: 0, StoredPasscode(type: .alphanumeric, hash: validHash))),
+            #require(Self.record("svc_1", uid: UInt32.max, StoredPasscode(type: .numeric, hash: validHash))),
+            #require(Self.record("first.last", uid: 4242, nil)),
+        ]
+        for record in records {
+            #expect(try UserRecord.decode(record.encoded()) == record)
+        }
+    }
+
+    @Test("every passcode type round trips", arguments: PasscodeType.allCases)
+    func typesRoundTrip(type: PasscodeType) throws {
+        let record = try #require(Self.record("bob", uid: 1001, StoredPasscode(type: type, hash: validHash)))
+        #expect(try UserRecord.decode(record.encoded()).passcode?.type == type)
+    }
+
+    @Test("the exact encoding")
+    func exactEncoding() throws {
+        let record = try #require(Self.record("alice", uid: 1000, StoredPasscode(type: .digits4, hash: validHash)))
+        #expect(String(decoding: record.encoded(), as: UTF8.self)
+            == "puff-record 1\nuser alice\nuid 1000\npasscode-type digits4\npasscode-hash \(validHash)\n")
+        let empty = try #require(Self.record("alice", uid: 1000, nil))
+        #expect(String(decoding: empty.encoded(), as: UTF8.self) == "puff-record 1\nuser alice\nuid 1000\n")
+    }
+
+    @Test("keys may come in any order")
+    func order() throws {
+        let text = "puff-record 1\npasscode-hash \(validHash)\nuid 7\npasscode-type numeric\nuser carol\n"
+        let record = try UserRecord.decode(bytes(text))
+        #expect(record == Self.record("carol", uid: 7, StoredPasscode(type: .numeric, hash: validHash)))
+    }
+
+    static let good = "user alice\nuid 1000\npasscode-type digits6\npasscode-hash \(validHash)\n"
+
+    @Test("rejections", arguments: [
+        ("puff-record 2\n" + good, RecordFormatError.badHeader),
+        ("puff-tally 1\n" + good, .badHeader),
+        (good, .badHeader),
+        ("puff-record 1\n" + good + "shell /bin/sh\n", .unknownKey),
+        ("puff-record 1\n" + good + "uid 1000\n", .duplicateKey),
+        ("puff-record 1\n" + good + "user alice\n", .duplicateKey),
+        ("puff-record 1\nuid 1000\n", .missingKey),
+        ("puff-record 1\nuser alice\n", .missingKey),
+        ("puff-record 1\nuser alice\nuid 1000\npasscode-type digits6\n", .missingKey),
+        ("puff-record 1\nuser alice\nuid 1000\npasscode-hash \(validHash)\n", .missingKey),
+        ("puff-record 1\n" + String(good.dropLast()), .badText),
+        ("puff-record 1\n" + good.replacingOccurrences(of: "uid 1000", with: "uid\t1000"), .badText),
+        ("puff-record 1\nuser al\u{7f}ice\nuid 1000\n", .badText),
+        ("puff-record 1\nuser alicé\nuid 1000\n", .badText),
+        ("puff-record 1\nuser alice\nuid 1000\n\n", .badText),
+        ("puff-record 1\nuser alice\nuid -1\n", .badValue),
+        ("puff-record 1\nuser alice\nuid 4294967296\n", .badValue),
+        ("puff-record 1\nuser alice\nuid +1000\n", .badValue),
+        ("puff-record 1\nuser alice\nuid 01000\n", .badValue),
+        ("puff-record 1\nuser alice\nuid 00\n", .badValue),
+        ("puff-record 1\nuser alice\nuid \n", .badValue),
+        ("puff-record 1\nuser alice\nuid 1e3\n", .badValue),
+        ("puff-record 1\nuser alice\nuid  1000\n", .badValue),
+        ("puff-record 1\nuser ../etc\nuid 1000\n", .badValue),
+        ("puff-record 1\nuser alice bob\nuid 1000\n", .badValue),
+        ("puff-record 1\nuser \nuid 1000\n", .badValue),
+        ("puff-record 1\nuser alice\nuid 1000\npasscode-type pin\npasscode-hash \(validHash)\n", .badValue),
+        ("puff-record 1\nuser alice\nuid 1000\npasscode-type digits6\npasscode-hash $2b$12$abc\n", .badValue),
+        ("puff-record 1\nuser alice\nuid 1000\npasscode-type digits6\npasscode-hash "
+            + validHash.replacingOccurrences(of: "m=65536", with: "m=4294967295") + "\n", .badValue),
+        ("puff-record 1\nuser alice\nuid 1000\npasscode-type digits6\npasscode-hash "
+            + validHash.replacingOccurrences(of: "t=2", with: "t=1000") + "\n", .badValue),
+    ])
+    func rejections(text: String, expected: RecordFormatError) {
+        #expect(throws: expected) { try UserRecord.decode(bytes(text)) }
+    }
+
+    @Test("oversize records are refused")
+    func oversize() {
+        let long = "puff-record 1\n" + Self.good + String(repeating: "#", count: 64 * 1024) + "\n"
+        #expect(throws: RecordFormatError.tooLarge) { try UserRecord.decode(bytes(long)) }
+        #expect(UserRecord.maximumEncodedSize == 65536)
+    }
+}
+
+private extension String {
+    func replacingOccurrences(of target: String, with replacement: String) -> String {
+        var result = ""
+        var rest = self[...]
+        while let range = rest.firstRange(of: target) {
+            result += rest[..<range.lowerBound] + replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
+    }
+}

@@ -1,0 +1,212 @@
+import Glibc
+import PuffCore
+import PuffPlatform
+import Testing
+
+@Suite("Authenticator")
+struct AuthenticatorTests {
+    static let start: Int64 = 1_700_000_000
+    static let cheap = Argon2Parameters(memoryKiB: 8, iterations: 1)
+
+    init() throws { try Sodium.initialize() }
+
+    /// Options for a temp store: minimum cost, root lockable, three failures, one minute.
+    private func options(_ scratch: borrowing ScratchDirectory, kdf: Argon2Parameters = cheap) -> PuffOptions {
+        var options = PuffOptions()
+        options.recordDirectory = scratch("etc")
+        options.stateDirectory = scratch("state")
+        options.kdf = kdf
+        options.lockout.evenDenyRoot = true
+        options.lockout.deny = 3
+        options.lockout.delays = [60]
+        return options
+    }
+
+    private func root() throws -> Account {
+        let account = try #require(try Account.lookup("root"))
+        #expect(account.uid == 0)
+        return account
+    }
+
+    /// Resolves `root` and runs one attempt.
+    private func attempt(_ authenticator: Authenticator, _ passcode: String) throws -> Authenticator.Outcome {
+        let subject = try authenticator.subject(for: "root")
+        return try authenticator.attempt(try secret(passcode), for: subject)
+    }
+
+    private func storedHash(_ options: PuffOptions) throws -> String {
+        let record = try #require(try RecordStore(directory: options.recordDirectory).load(try root()))
+        return try #require(record.passcode?.hash)
+    }
+
+    @Test("the whole flow: success, failures, lock, refusal while locked, unlock, clear")
+    func endToEnd() throws {
+        let scratch = try ScratchDirectory()
+        let clock = TestClock(Self.start)
+        let authenticator = Authenticator(options: options(scratch), now: { clock.now })
+        let account = try root()
+        let counters = LockoutStore(directory: scratch("state"), lockWaitSeconds: 30)
+
+        try authenticator.storePasscode(try secret("604917"), type: .digits6, for: account)
+        #expect(try attempt(authenticator, "604917") == .success(rehashed: false))
+        #expect(try counters.read(account.name) == Tally())
+
+        #expect(try attempt(authenticator, "111111") == .failure(failures: 1, lock: .open))
+        clock.advance(by: 5)
+        #expect(try attempt(authenticator, "604918") == .failure(failures: 2, lock: .open))
+        clock.advance(by: 5)
+        #expect(try attempt(authenticator, "") == .failure(failures: 3, lock: .locked(secondsLeft: 60)))
+        #expect(try counters.read(account.name)
+            == Tally(failures: 3, lastFailure: Self.start + 10, lockedUntil: Self.start + 70))
+
+        // The subject already shows the lock, before any secret is read.
+        guard case .enrolled(let who, let record, let status) = try authenticator.subject(for: "root") else {
+            Issue.record("root should be enrolled")
+            return
+        }
+        #expect(who == account)
+        #expect(record.passcode?.type == .digits6)
+        #expect(status == .locked(secondsLeft: 60))
+
+        clock.advance(by: 30)
+        #expect(try attempt(authenticator, "604917") == .locked(.locked(secondsLeft: 30)))
+        // The refused attempt is not counted.
+        #expect(try counters.read(account.name).failures == 3)
+
+        clock.advance(by: 31)
+        #expect(try attempt(authenticator, "604917") == .success(rehashed: false))
+        #expect(try counters.read(account.name) == Tally())
+        #expect(try attempt(authenticator, "000000") == .failure(failures: 1, lock: .open))
+    }
+
+    @Test("the lock at the deny-th failure holds until exactly lockedUntil")
+    func lockBoundary() throws {
+        let scratch = try ScratchDirectory()
+        let clock = TestClock(Self.start)
+        let authenticator = Authenticator(options: options(scratch), now: { clock.now })
+        try authenticator.storePasscode(try secret("604917"), type: .digits6, for: try root())
+        for expected in UInt32(1)...3 {
+            guard case .failure(let failures, _) = try attempt(authenticator, "wrong") else {
+                Issue.record("expected a failure")
+                return
+            }
+            #expect(failures == expected)
+        }
+        clock.advance(by: 59)
+        #expect(try attempt(authenticator, "604917") == .locked(.locked(secondsLeft: 1)))
+        clock.advance(by: 1)
+        #expect(try attempt(authenticator, "604917") == .success(rehashed: false))
+    }
+
+    @Test("root is not locked without even_deny_root, but failures are counted")
+    func rootExempt() throws {
+        let scratch = try ScratchDirectory()
+        var lenient = options(scratch)
+        lenient.lockout.evenDenyRoot = false
+        let authenticator = Authenticator(options: lenient, now: { Self.start })
+        try authenticator.storePasscode(try secret("604917"), type: .digits6, for: try root())
+        for failures in UInt32(1)...4 {
+            #expect(try attempt(authenticator, "wrong") == .failure(failures: failures, lock: .open))
+        }
+        #expect(try attempt(authenticator, "604917") == .success(rehashed: false))
+    }
+
+    @Test("a cost change rehashes on the next success")
+    func rehash() throws {
+        let scratch = try ScratchDirectory()
+        let clock = TestClock(Self.start)
+        let before = options(scratch)
+        try Authenticator(options: before, now: { clock.now })
+            .storePasscode(try secret("correct horse"), type: .alphanumeric, for: try root())
+        let oldHash = try storedHash(before)
+        #expect(try Argon2Parameters.parse(oldHash) == Self.cheap)
+
+        let after = options(scratch, kdf: Argon2Parameters(memoryKiB: 16, iterations: 2))
+        let upgraded = Authenticator(options: after, now: { clock.now })
+        // A wrong passcode does not rehash.
+        #expect(try attempt(upgraded, "wrong horse") == .failure(failures: 1, lock: .open))
+        #expect(try storedHash(after) == oldHash)
+
+        #expect(try attempt(upgraded, "correct horse") == .success(rehashed: true))
+        let newHash = try storedHash(after)
+        #expect(newHash != oldHash)
+        #expect(try Argon2Parameters.parse(newHash) == Argon2Parameters(memoryKiB: 16, iterations: 2))
+        let record = try #require(try RecordStore(directory: after.recordDirectory).load(try root()))
+        #expect(record.passcode?.type == .alphanumeric)
+        #expect(try attempt(upgraded, "correct horse") == .success(rehashed: false))
+        // The old cost sees a rehash again.
+        #expect(try attempt(Authenticator(options: before, now: { clock.now }), "correct horse") == .success(rehashed: true))
+        #expect(try Argon2Parameters.parse(try storedHash(before)) == Self.cheap)
+    }
+
+    @Test("storePasscode replaces the passcode and keeps one host key")
+    func replacePasscode() throws {
+        let scratch = try ScratchDirectory()
+        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        try authenticator.storePasscode(try secret("604917"), type: .digits6, for: try root())
+        let key = try contents(scratch("etc/host.key"))
+        try authenticator.storePasscode(try secret("5839"), type: .digits4, for: try root())
+        #expect(try contents(scratch("etc/host.key")) == key)
+        #expect(try attempt(authenticator, "604917") == .failure(failures: 1, lock: .open))
+        #expect(try attempt(authenticator, "5839") == .success(rehashed: false))
+        #expect(try RecordStore(directory: scratch("etc")).load(try root())?.passcode?.type == .digits4)
+    }
+
+    @Test("removeEnrollment removes the record and clears the counter")
+    func removeEnrollment() throws {
+        let scratch = try ScratchDirectory()
+        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        let account = try root()
+        try authenticator.storePasscode(try secret("604917"), type: .digits6, for: account)
+        #expect(try attempt(authenticator, "wrong") == .failure(failures: 1, lock: .open))
+
+        #expect(try authenticator.removeEnrollment(of: account.name) == true)
+        #expect(try RecordStore(directory: scratch("etc")).load(account) == nil)
+        #expect(try LockoutStore(directory: scratch("state"), lockWaitSeconds: 30).read(account.name) == Tally())
+        #expect(try authenticator.removeEnrollment(of: account.name) == false)
+        guard case .notEnrolled(let reason) = try authenticator.subject(for: "root") else {
+            Issue.record("root should no longer be enrolled")
+            return
+        }
+        #expect(reason == "no Puff record")
+        #expect(try attempt(authenticator, "604917") == .notEnrolled)
+    }
+
+    @Test("subjects that are not enrolled, and their attempts")
+    func notEnrolled() throws {
+        let scratch = try ScratchDirectory()
+        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        for (name, expected) in [("../x", "invalid user name"), ("a b", "invalid user name"),
+                                 ("puff-no-such-user", "no such account"), ("root", "no Puff record")] {
+            let subject = try authenticator.subject(for: name)
+            guard case .notEnrolled(let reason) = subject else {
+                Issue.record("\(name) should not be enrolled")
+                continue
+            }
+            #expect(reason == expected)
+            #expect(try authenticator.attempt(try secret("604917"), for: subject) == .notEnrolled)
+        }
+        // Nothing is created for users who are not enrolled.
+        #expect(try directoryNames(scratch.path) == [])
+    }
+
+    @Test("an enrolled subject whose host key disappeared fails closed")
+    func missingHostKey() throws {
+        let scratch = try ScratchDirectory()
+        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        try authenticator.storePasscode(try secret("604917"), type: .digits6, for: try root())
+        let subject = try authenticator.subject(for: "root")
+        guard unlink(scratch("etc/host.key")) == 0 else { throw SetupError(what: "unlink") }
+        let passcode = try secret("604917")
+        #expect(errorKind { () throws(StoreError) in _ = try authenticator.attempt(passcode, for: subject) } == .unsafe)
+    }
+
+    @Test("a record for another uid fails closed")
+    func recordForAnotherUid() throws {
+        let scratch = try ScratchDirectory()
+        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        let impostor = Account(name: try root().name, uid: 4242)
+        try authenticator.storePasscode(try secret("604917"), type: .digits6, for: impostor)
+        #expect(errorKind { () throws(StoreError) in _ = try authenticator.subject(for: "root") } == .wrongOwner)
+    }
+}
