@@ -11,7 +11,7 @@ MULTIARCH   := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu
 PAMDIR      ?= /usr/lib/$(MULTIARCH)/security
 BINDIR      ?= $(PREFIX)/sbin
 SWIFT       ?= swift
-DEBIAN_DEPS := libpam0g-dev libsodium-dev pamtester
+DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester
 MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disable-local-rpath \
 	-Xswiftc -static-stdlib \
 	-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map \

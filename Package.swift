@@ -23,12 +23,14 @@ let package = Package(
                        providers: [.apt(["libpam0g-dev"])]),
         .systemLibrary(name: "CSodium", path: "Sources/CSodium",
                        providers: [.apt(["libsodium-dev"])]),
+        // stb_image (Debian's libstb), used by puff-enroll to read picture sizes; never in the module.
+        .systemLibrary(name: "CStb", path: "Sources/CStb", providers: [.apt(["libstb-dev"])]),
         .target(name: "PuffCore"),
         .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium"]),
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [
-            "PuffCore", "PuffPlatform",
+            "PuffCore", "PuffPlatform", "CStb",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // A small PAM application in C, used by the integration tests and the benchmark:

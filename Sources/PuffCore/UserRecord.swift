@@ -12,6 +12,41 @@ public struct StoredPasscode: Equatable, Sendable {
     }
 }
 
+/// A user's picture gesture: the picture it was drawn on (its size and SHA-256, binding the
+/// copy under `pictures/`) and the template, sealed with XChaCha20-Poly1305 by the platform
+/// layer. The template is never stored in the clear.
+public struct StoredGesture: Equatable, Sendable {
+    /// Picture width in pixels, the unit of every gesture coordinate.
+    public var pictureWidth: Int
+    /// Picture height in pixels.
+    public var pictureHeight: Int
+    /// SHA-256 of the picture file, 64 lowercase hex digits.
+    public var pictureSHA256: String
+    /// Base64 of nonce ‖ ciphertext of the encoded `GestureTemplate`.
+    public var sealedTemplate: String
+
+    /// Creates a stored gesture.
+    public init(pictureWidth: Int, pictureHeight: Int, pictureSHA256: String, sealedTemplate: String) {
+        self.pictureWidth = pictureWidth
+        self.pictureHeight = pictureHeight
+        self.pictureSHA256 = pictureSHA256
+        self.sealedTemplate = sealedTemplate
+    }
+
+    /// True when the fields have the shapes the record format allows.
+    var isWellFormed: Bool {
+        let hex = pictureSHA256.utf8
+        let base64 = sealedTemplate.utf8
+        return (1...GestureLimits.maximumPictureSide).contains(pictureWidth)
+            && (1...GestureLimits.maximumPictureSide).contains(pictureHeight)
+            && hex.count == 64 && hex.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+            && !base64.isEmpty && base64.count <= 60_000
+            && base64.allSatisfy { ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x61 && $0 <= 0x7a)
+                || ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/")
+                || $0 == UInt8(ascii: "=") }
+    }
+}
+
 /// The per-user record under the record directory (`/etc/puff/<user>`).
 public struct UserRecord: Equatable, Sendable {
     /// The format version written by this code.
@@ -25,19 +60,30 @@ public struct UserRecord: Equatable, Sendable {
     public var uid: UInt32
     /// The passcode, if one is enrolled.
     public var passcode: StoredPasscode?
+    /// The picture gesture, if one is enrolled.
+    public var gesture: StoredGesture?
 
     /// Creates a record.
-    public init(user: UserName, uid: UInt32, passcode: StoredPasscode?) {
+    public init(user: UserName, uid: UInt32, passcode: StoredPasscode?, gesture: StoredGesture? = nil) {
         self.user = user
         self.uid = uid
         self.passcode = passcode
+        self.gesture = gesture
     }
+
+    /// True when at least one factor is enrolled.
+    public var hasAnyFactor: Bool { passcode != nil || gesture != nil }
 
     /// The on-disk text.
     public func encoded() -> [UInt8] {
         var text = "puff-record \(Self.version)\nuser \(user.value)\nuid \(uid)\n"
         if let passcode {
             text += "passcode-type \(passcode.type.rawValue)\npasscode-hash \(passcode.hash)\n"
+        }
+        if let gesture {
+            text += "gesture-picture \(gesture.pictureWidth)x\(gesture.pictureHeight)\n"
+            text += "gesture-picture-sha256 \(gesture.pictureSHA256)\n"
+            text += "gesture-template \(gesture.sealedTemplate)\n"
         }
         return Array(text.utf8)
     }
@@ -47,7 +93,8 @@ public struct UserRecord: Equatable, Sendable {
         let fields = try KeyValueText.parse(bytes, header: "puff-record \(version)",
                                             maximumSize: maximumEncodedSize,
                                             keys: ["user", "uid"],
-                                            optional: ["passcode-type", "passcode-hash"])
+                                            optional: ["passcode-type", "passcode-hash", "gesture-picture",
+                                                       "gesture-picture-sha256", "gesture-template"])
         guard let name = fields["user"].flatMap(UserName.init),
               let uidText = fields["uid"], let uid = UInt32(uidText), String(uid) == uidText else {
             throw .badValue
@@ -65,6 +112,19 @@ public struct UserRecord: Equatable, Sendable {
             passcode = StoredPasscode(type: type, hash: hash)
         default: throw .missingKey
         }
-        return UserRecord(user: name, uid: uid, passcode: passcode)
+        var gesture: StoredGesture?
+        switch (fields["gesture-picture"], fields["gesture-picture-sha256"], fields["gesture-template"]) {
+        case (nil, nil, nil): gesture = nil
+        case (let size?, let digest?, let sealed?):
+            let sides = size.split(separator: "x", omittingEmptySubsequences: false)
+            guard sides.count == 2, let width = Int(sides[0]), let height = Int(sides[1]),
+                  String(width) == sides[0], String(height) == sides[1] else { throw .badValue }
+            let stored = StoredGesture(pictureWidth: width, pictureHeight: height,
+                                       pictureSHA256: digest, sealedTemplate: sealed)
+            guard stored.isWellFormed else { throw .badValue }
+            gesture = stored
+        default: throw .missingKey
+        }
+        return UserRecord(user: name, uid: uid, passcode: passcode, gesture: gesture)
     }
 }

@@ -36,7 +36,7 @@ extension ModuleContext {
             case .configuration: PAM_SERVICE_ERR
             case .crypto: PAM_SYSTEM_ERR
             case .system(_, _, let errno) where errno.rawValue == ENOMEM: PAM_BUF_ERR
-            case .system, .unsafe, .tooLarge, .format, .lockTimeout, .wrongOwner: PAM_AUTHINFO_UNAVAIL
+            case .system, .unsafe, .tooLarge, .format, .lockTimeout, .wrongOwner, .tampered: PAM_AUTHINFO_UNAVAIL
             }
         }
     }
@@ -111,6 +111,7 @@ extension ModuleContext {
             return code == PAM_BUF_ERR ? .failure(.crypto("out of secure memory")) : .conversationError
         }
 
+        let noun = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
         let outcome: Authenticator.Outcome
         do {
             outcome = try authenticator.attempt(secret, for: subject)
@@ -120,22 +121,22 @@ extension ModuleContext {
         }
         switch outcome {
         case .success(let rehashed):
-            log(LOG_INFO, "user \(userForLog): passcode accepted\(rehashed ? "; hash upgraded to the current cost" : "")")
+            log(LOG_INFO, "user \(userForLog): \(noun) accepted\(rehashed ? "; hash upgraded to the current cost" : "")")
             return .success
         case .notEnrolled:
             if case .notEnrolled(let reason) = subject, options.debug {
                 log(LOG_DEBUG, "user \(userForLog): \(reason)")
             }
             log(LOG_NOTICE, "user \(userForLog): authentication failure")
-            complain("Puff: wrong passcode.", silent: silent)
+            complain("Puff: wrong \(noun).", silent: silent)
             return .denied
-        case .failure(let failures, let lock):
-            log(LOG_NOTICE, "user \(userForLog): authentication failure (\(failures) in a row)")
+        case .failure(let failures, let lock, let detail):
+            log(LOG_NOTICE, "user \(userForLog): authentication failure (\(failures) in a row)\(detail.isEmpty ? "" : "; " + detail)")
             if lock == .open {
-                complain("Puff: wrong passcode.", silent: silent)
+                complain("Puff: wrong \(noun).", silent: silent)
             } else {
                 log(LOG_WARNING, "user \(userForLog): \(describe(lock))")
-                complain("Puff: wrong passcode. " + lockMessage(lock, prefix: false), silent: silent)
+                complain("Puff: wrong \(noun). " + lockMessage(lock, prefix: false), silent: silent)
             }
             return .denied
         case .locked(let status):

@@ -31,7 +31,7 @@ public struct Authenticator {
     public func subject(for userName: String) throws(StoreError) -> Subject {
         guard UserName(userName) != nil else { return .notEnrolled(reason: "invalid user name") }
         guard let account = try Account.lookup(userName) else { return .notEnrolled(reason: "no such account") }
-        guard let record = try records.load(account), record.passcode != nil else {
+        guard let record = try records.load(account), record.hasAnyFactor else {
             return .notEnrolled(reason: "no Puff record")
         }
         let tally = try counters.read(account.name)
@@ -42,8 +42,9 @@ public struct Authenticator {
     public enum Outcome: Equatable, Sendable {
         /// Verified; `rehashed` when the stored hash was upgraded to the current cost.
         case success(rehashed: Bool)
-        /// Wrong secret; the failure is counted and `lock` is the state it leaves.
-        case failure(failures: UInt32, lock: LockStatus)
+        /// Wrong secret; the failure is counted and `lock` is the state it leaves. `detail`
+        /// says why, for the log (never the secret): empty for a wrong passcode.
+        case failure(failures: UInt32, lock: LockStatus, detail: String = "")
         /// Refused without verifying, because the user is locked.
         case locked(LockStatus)
         /// Not enrolled; the dummy verification ran.
@@ -69,18 +70,34 @@ public struct Authenticator {
                 let status = options.lockout.status(of: tally, now: started, isRoot: isRoot)
                 guard status == .open else { return .locked(status) }
                 // Re-read under the lock: an enrollment may have changed the record since.
-                guard let record = try records.load(account), let stored = record.passcode else {
+                guard let record = try records.load(account), record.hasAnyFactor else {
                     try runDummyVerification(passcode)
                     return .notEnrolled
                 }
+                let isGesture = passcode.hasPrefix(GestureWire.prefix)
+                // Open the template before counting: a store problem must not cost an attempt.
+                var template: GestureTemplate?
+                if isGesture, let gesture = record.gesture {
+                    template = try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: hostKey,
+                                                       path: records.recordPath(account.name))
+                }
                 let counted = options.lockout.recordingFailure(in: tally, now: started)
                 try save(counted)
-                let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
-                guard try hasher.verify(prehash, against: stored.hash) else {
-                    tally = counted
-                    return .failure(failures: counted.failures,
-                                    lock: options.lockout.status(of: counted, now: started, isRoot: isRoot))
+                func failed(_ detail: String) -> Outcome {
+                    .failure(failures: counted.failures,
+                             lock: options.lockout.status(of: counted, now: started, isRoot: isRoot), detail: detail)
                 }
+                tally = counted
+                if isGesture {
+                    guard let template else { return failed("a gesture was sent but none is enrolled") }
+                    if let problem = Self.gestureProblem(passcode, template) { return failed(problem) }
+                    tally = Tally()
+                    try save(tally)
+                    return .success(rehashed: false)
+                }
+                guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
+                let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
+                guard try hasher.verify(prehash, against: stored.hash) else { return failed("") }
                 tally = Tally()
                 try save(tally)
                 guard hasher.needsRehash(stored.hash) else { return .success(rehashed: false) }
@@ -89,6 +106,22 @@ public struct Authenticator {
                 try records.save(upgraded)
                 return .success(rehashed: true)
             }
+        }
+    }
+
+    /// Why a serialized gesture does not verify against `template`, or `nil` when it does.
+    static func gestureProblem(_ secret: borrowing SecureBytes, _ template: GestureTemplate) -> String? {
+        secret.withBytes { bytes -> String? in
+            let attempt: Gesture
+            do {
+                attempt = try GestureWire.parse(bytes)
+                try attempt.requireSize(width: template.width, height: template.height)
+            } catch {
+                return "gesture rejected: \(error)"
+            }
+            let result = GestureMatcher.verify(template, attempt)
+            if result.passed { return nil }
+            return "gesture did not match" + (result.failure.map { " (\($0))" } ?? "")
         }
     }
 
@@ -117,6 +150,32 @@ public struct Authenticator {
             record.passcode = StoredPasscode(type: type, hash: hash)
             try records.save(record)
         }
+    }
+
+    /// Seals `template` for `account`, stores a copy of the picture it was drawn on and
+    /// records both (keeping the record's passcode), under the user's counter lock.
+    public func storeGesture(_ template: GestureTemplate, picture: [UInt8], for account: Account) throws(StoreError) {
+        let hostKey = try records.loadOrCreateHostKey()
+        let sealed = try GestureSealing.seal(template, for: account, hostKey: hostKey)
+        try counters.update(account.name) { _, _ throws(StoreError) in
+            var record = try records.load(account) ?? UserRecord(user: account.name, uid: account.uid, passcode: nil)
+            try records.savePicture(picture, for: account.name)
+            record.gesture = StoredGesture(pictureWidth: template.width, pictureHeight: template.height,
+                                           pictureSHA256: SHA256.hex(picture), sealedTemplate: sealed)
+            try records.save(record)
+        }
+    }
+
+    /// Opens `account`'s sealed template (for the debug view); `nil` when none is enrolled.
+    public func openGesture(of account: Account) throws(StoreError) -> (template: GestureTemplate, picture: [UInt8]?)? {
+        guard let record = try records.load(account), let gesture = record.gesture else { return nil }
+        guard let hostKey = try records.loadHostKey() else {
+            throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
+        }
+        let template = try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: hostKey,
+                                               path: records.recordPath(account.name))
+        let picture = try records.loadPicture(account.name)
+        return (template, picture.flatMap { SHA256.hex($0) == gesture.pictureSHA256 ? $0 : nil })
     }
 
     /// Removes `account`'s record and clears its counter; `false` when there was no record.

@@ -15,6 +15,36 @@ public struct RecordStore: Sendable {
     public init(directory: String) { self.directory = directory }
 
     static let usersDirectory = "users"
+    static let picturesDirectory = "pictures"
+
+    /// The path of `name`'s record, for log lines.
+    public func recordPath(_ name: UserName) -> String { directory + "/" + Self.usersDirectory + "/" + name.value }
+
+    /// The path of `name`'s picture. Pictures are not secret: helpers running as the user read
+    /// them to draw on, so the directory is 0755 and the files 0644 (records stay 0600 in 0700).
+    public func picturePath(_ name: UserName) -> String { directory + "/" + Self.picturesDirectory + "/" + name.value }
+
+    /// Stores a copy of the picture for `name` atomically (root 0644).
+    public func savePicture(_ bytes: [UInt8], for name: UserName) throws(StoreError) {
+        let root = try openRoot(create: true)
+        let pictures = try root.subdirectory(Self.picturesDirectory, create: true, mode: 0o755)
+        try pictures.replaceFile(name.value, with: bytes, mode: 0o644)
+    }
+
+    /// The stored picture of `name` (regular, root-owned, not writable by others, ≤ 32 MiB).
+    public func loadPicture(_ name: UserName) throws(StoreError) -> [UInt8]? {
+        let pictures: TrustedDirectory
+        do {
+            pictures = try TrustedDirectory(directory + "/" + Self.picturesDirectory)
+        } catch {
+            if TrustedDirectory.isMissing(error) { return nil }
+            throw error
+        }
+        return try pictures.readFile(name.value, .rootWritable(maximumSize: Self.maximumPictureSize))
+    }
+
+    /// Largest picture accepted.
+    public static let maximumPictureSize = 32 << 20
     static let hostKeyName = "host.key"
 
     /// The user's record, or `nil` only when there is none (ENOENT anywhere on the path).
@@ -143,7 +173,8 @@ public struct RecordStore: Sendable {
 
     private func openRoot(create: Bool) throws(StoreError) -> TrustedDirectory {
         if create {
-            let made = directory.withCString { mkdir($0, 0o700) }
+            // 0755 so helpers can reach pictures/; host.key (0600) and users/ (0700) stay private.
+            let made = directory.withCString { mkdir($0, 0o755) }
             if made != 0 && errno != EEXIST { throw .system("mkdir", path: directory, Errno.current) }
         }
         return try TrustedDirectory(directory)

@@ -21,6 +21,9 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     case crypto(String)
     /// A configuration value that cannot be used.
     case configuration(String)
+    /// A sealed gesture template that does not open: edited, copied from another user, or
+    /// sealed under another host key.
+    case tampered(path: String)
 
     /// One log line.
     public var description: String {
@@ -33,6 +36,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
         case .wrongOwner(let path): "refusing \(path): it belongs to another user or uid"
         case .crypto(let what): "libsodium: \(what)"
         case .configuration(let what): "configuration: \(what)"
+        case .tampered(let path): "refusing \(path): the sealed gesture template does not open (edited, copied from another user, or another host key)"
         }
     }
 }

@@ -43,7 +43,7 @@ struct Status: ParsableCommand {
             } else if rows.isEmpty {
                 Terminal.say("No user is enrolled.")
             } else {
-                Terminal.say("USER             UID  PASSCODE      FAILURES  LOCK")
+                Terminal.say("USER             UID  PASSCODE      GESTURE     FAILURES  LOCK")
                 for row in rows { Terminal.say(row) }
             }
             if user != nil, let name = names.first, try records.load(try Command.account(name.value)) == nil {
@@ -63,13 +63,18 @@ struct Status: ParsableCommand {
     private func textRow(_ name: UserName, _ account: Account?, _ record: UserRecord?, _ tally: Tally, _ status: LockStatus) -> String {
         func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(1, width - text.count)) }
         return pad(name.value, 17) + pad(account.map { String($0.uid) } ?? "?", 5)
-            + pad(record?.passcode?.type.rawValue ?? "-", 14) + pad(String(tally.failures), 10) + lockText(status, tally)
+            + pad(record?.passcode?.type.rawValue ?? "-", 14)
+            + pad(record?.gesture.map { "\($0.pictureWidth)x\($0.pictureHeight)" } ?? "-", 12)
+            + pad(String(tally.failures), 10) + lockText(status, tally)
     }
 
     private func jsonRow(_ name: UserName, _ account: Account?, _ record: UserRecord?, _ tally: Tally, _ status: LockStatus) -> String {
         var fields = ["\"user\": \"\(name.value)\""]
         fields.append("\"uid\": " + (account.map { String($0.uid) } ?? "null"))
         fields.append("\"passcode\": " + (record?.passcode.map { "\"\($0.type.rawValue)\"" } ?? "null"))
+        fields.append("\"gesture\": " + (record?.gesture.map {
+            "{\"picture_width\": \($0.pictureWidth), \"picture_height\": \($0.pictureHeight)}"
+        } ?? "null"))
         fields.append("\"failures\": \(tally.failures)")
         fields.append("\"last_failure\": " + (tally.lastFailure == 0 ? "null" : String(tally.lastFailure)))
         switch status {

@@ -4,7 +4,7 @@ import PuffPlatform
 /// Reading secrets from the terminal or stdin, and writing messages.
 enum Terminal {
     /// Longest secret line read.
-    static let maximumLine = 4096
+    static let maximumLine = 65536
 
     /// A message on stderr.
     static func warn(_ text: String) {

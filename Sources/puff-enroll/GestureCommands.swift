@@ -1,0 +1,169 @@
+import ArgumentParser
+import CStb
+import Glibc
+import PuffCore
+import PuffPlatform
+
+/// `puff-enroll gesture`: enroll a picture gesture (define, then confirm).
+struct GestureCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gesture",
+        abstract: "Enroll a picture gesture: draw it once to define it, once more to confirm it.",
+        discussion: """
+        Each gesture is one line in Puff's wire format (docs/gesture-format.md), read from the \
+        terminal without echo or, with --stdin, as two lines of standard input. The confirmation \
+        must verify against the template built from the first, exactly as a login would. The \
+        picture (PNG or JPEG) is copied into the store; coordinates are its pixels.
+        """
+    )
+
+    @OptionGroup var store: StoreOptions
+
+    @Option(help: "The user to enroll (default: the calling user).")
+    var user: String?
+
+    @Option(help: "The picture the gesture is drawn on (PNG or JPEG).")
+    var picture: String
+
+    @Flag(help: "Read the two gestures as lines from standard input.")
+    var stdin = false
+
+    func run() throws {
+        try Command.run {
+            try Command.requireRoot()
+            let options = try store.load()
+            let account = try Command.account(user)
+            let image = try Picture.load(picture)
+            let template = try define(width: image.width, height: image.height)
+            try confirm(template)
+            try Authenticator(options: options).storeGesture(template, picture: image.bytes, for: account)
+            Command.audit("gesture of user \(account.name) set by uid \(getuidValue())")
+            let points = template.parts.reduce(0) { $0 + $1.points.count }
+            Terminal.say("Gesture for \(account.name) saved (\(template.parts.count) parts, \(points) raster points, picture \(image.width)x\(image.height)).")
+        }
+    }
+
+    private func readGesture(_ prompt: String) throws -> Gesture {
+        guard case .secret(let line) = try Terminal.readSecret(prompt: prompt, fromStdin: stdin) else {
+            throw Failure(ExitCodes.refused, "cancelled")
+        }
+        do {
+            return try line.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
+        } catch {
+            throw Failure(ExitCodes.refused, "not a valid gesture: \(error)")
+        }
+    }
+
+    private func define(width: Int, height: Int) throws -> GestureTemplate {
+        let gesture = try readGesture("Gesture (define): ")
+        guard gesture.width == width, gesture.height == height else {
+            throw Failure(ExitCodes.refused, "the gesture is for a \(gesture.width)x\(gesture.height) picture, but the picture is \(width)x\(height)")
+        }
+        do {
+            return try GestureEnroller.build(from: gesture)
+        } catch {
+            throw Failure(ExitCodes.refused, "gesture refused: \(error)")
+        }
+    }
+
+    private func confirm(_ template: GestureTemplate) throws {
+        let gesture = try readGesture("Gesture (confirm): ")
+        guard GestureMatcher.verify(template, gesture).passed else {
+            throw Failure(ExitCodes.refused, "the confirmation does not match the first gesture; nothing was changed")
+        }
+    }
+}
+
+/// `puff-enroll show-gesture`: the debug view of an enrolled gesture.
+struct ShowGesture: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show-gesture",
+        abstract: "Write an SVG of a user's picture with the gesture's raster points, tolerance squares, part numbers and directions (root only).",
+        discussion: "The SVG reveals the gesture: it is written with mode 0600 and must be treated like the secret it is."
+    )
+
+    @OptionGroup var store: StoreOptions
+
+    @Option(help: "The user whose gesture to show.")
+    var user: String
+
+    @Option(help: "Where to write the SVG.")
+    var output: String
+
+    func run() throws {
+        try Command.run {
+            try Command.requireRoot()
+            let options = try store.load()
+            let account = try Command.account(user)
+            guard let (template, picture) = try Authenticator(options: options).openGesture(of: account) else {
+                throw Failure(ExitCodes.unknown, "\(account.name) has no gesture enrolled")
+            }
+            let href = picture.map { "data:\(Picture.mediaType(of: $0));base64," + Base64.encode($0) }
+            let svg = Array(GestureSVG.render(template: template, pictureHref: href).utf8)
+            let fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw Failure(ExitCodes.storeFailure, "cannot write \(output)") }
+            defer { close(fd) }
+            let wrote = svg.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard wrote == svg.count else { throw Failure(ExitCodes.storeFailure, "cannot write \(output)") }
+            Terminal.say("Wrote \(output).")
+        }
+    }
+}
+
+/// A picture file: its bytes and its size, read with stb_image.
+struct Picture {
+    let bytes: [UInt8]
+    let width: Int
+    let height: Int
+
+    /// Reads `path` (at most the store's picture limit) and decodes its size; PNG and JPEG only.
+    static func load(_ path: String) throws -> Picture {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+        guard fd >= 0 else { throw Failure(ExitCodes.storeFailure, "cannot open \(path)") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw Failure(ExitCodes.refused, "\(path) is not a regular file")
+        }
+        let limit = RecordStore.maximumPictureSize
+        var bytes = [UInt8](repeating: 0, count: limit + 1)
+        var filled = 0
+        while filled <= limit {
+            let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress.map { $0 + filled }, limit + 1 - filled) }
+            if got < 0 && errno == EINTR { continue }
+            guard got >= 0 else { throw Failure(ExitCodes.storeFailure, "cannot read \(path)") }
+            if got == 0 { break }
+            filled += got
+        }
+        guard filled <= limit else { throw Failure(ExitCodes.refused, "\(path) is larger than \(limit >> 20) MiB") }
+        bytes.removeLast(bytes.count - filled)
+        guard mediaType(of: bytes) != "application/octet-stream" else {
+            throw Failure(ExitCodes.refused, "\(path) is not a PNG or JPEG picture")
+        }
+        guard let (width, height) = size(of: bytes) else {
+            throw Failure(ExitCodes.refused, "\(path): cannot read the picture's size")
+        }
+        guard GestureLimits.maximumPictureSide >= max(width, height) else {
+            throw Failure(ExitCodes.refused, "\(path): the picture is larger than \(GestureLimits.maximumPictureSide) pixels on a side")
+        }
+        return Picture(bytes: bytes, width: width, height: height)
+    }
+
+    /// Width and height from the image header (`stbi_info_from_memory`), without decoding pixels.
+    static func size(of bytes: [UInt8]) -> (Int, Int)? {
+        var width: Int32 = 0, height: Int32 = 0, components: Int32 = 0
+        guard let length = Int32(exactly: bytes.count) else { return nil }
+        let ok = bytes.withUnsafeBufferPointer { buffer in
+            stbi_info_from_memory(buffer.baseAddress, length, &width, &height, &components)
+        }
+        guard ok == 1, width > 0, height > 0 else { return nil }
+        return (Int(width), Int(height))
+    }
+
+    /// The media type from the file's signature.
+    static func mediaType(of bytes: [UInt8]) -> String {
+        if bytes.starts(with: [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]) { return "image/png" }
+        if bytes.starts(with: [0xff, 0xd8, 0xff]) { return "image/jpeg" }
+        return "application/octet-stream"
+    }
+}
