@@ -86,7 +86,7 @@ struct AuthenticatorTests {
         let authenticator = Authenticator(options: options(scratch), now: { clock.now })
         try authenticator.storePasscode(try secret("604917"), type: .digits6, for: try root())
         for expected in UInt32(1)...3 {
-            guard case .failure(let failures, _) = try attempt(authenticator, "wrong") else {
+            guard case .failure(let failures, _, _) = try attempt(authenticator, "wrong") else {
                 Issue.record("expected a failure")
                 return
             }

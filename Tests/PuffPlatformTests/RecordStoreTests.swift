@@ -18,17 +18,18 @@ struct RecordStoreTests {
         UserRecord(user: UserName(name)!, uid: uid, passcode: StoredPasscode(type: type, hash: Self.hash))
     }
 
-    @Test("save then load, creating root 0700 directories and a root 0600 file")
+    @Test("save then load, creating a root 0755 store, a 0700 users directory and a root 0600 file")
     func roundTrip() throws {
         let scratch = try ScratchDirectory()
         let store = RecordStore(directory: scratch("etc"))
         let alice = record("alice", 1000)
         try store.save(alice)
         #expect(try store.load(account("alice", 1000)) == alice)
-        for directory in ["etc", "etc/users"] {
+        // The store root is traversable (helpers read pictures/); the records are not.
+        for (directory, mode) in [("etc", mode_t(0o755)), ("etc/users", mode_t(0o700))] {
             let info = try fileStatus(scratch(directory))
             #expect(info.st_mode & S_IFMT == S_IFDIR)
-            #expect(info.st_mode & 0o7777 == 0o700)
+            #expect(info.st_mode & 0o7777 == mode)
         }
         let file = try fileStatus(scratch("etc/users/alice"))
         #expect(file.st_mode & 0o7777 == 0o600)

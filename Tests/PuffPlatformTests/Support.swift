@@ -167,7 +167,7 @@ final class Problems: Sendable {
 
 /// A coarse classification of `StoreError`, ignoring paths and messages.
 enum ErrorKind: Equatable {
-    case system(Int32), unsafe, tooLarge, format(RecordFormatError), lockTimeout, wrongOwner, crypto, configuration
+    case system(Int32), unsafe, tooLarge, format(RecordFormatError), lockTimeout, wrongOwner, crypto, configuration, tampered
 }
 
 extension StoreError {
@@ -181,6 +181,7 @@ extension StoreError {
         case .wrongOwner: .wrongOwner
         case .crypto: .crypto
         case .configuration: .configuration
+        case .tampered: .tampered
         }
     }
 }
