@@ -52,8 +52,9 @@ demo: build
 	bash scripts/demo.sh
 
 bench: build
-	$(SWIFT) build -c release --product puff-pam-harness
+	$(SWIFT) build -c release --product gesture-bench
 	bash scripts/bench.sh
+	.build/release/gesture-bench
 
 install: build
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(BINDIR)

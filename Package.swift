@@ -33,6 +33,8 @@ let package = Package(
             "PuffCore", "PuffPlatform", "CStb",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // `make bench`: gesture verification time against input size.
+        .executableTarget(name: "gesture-bench", dependencies: ["PuffCore"]),
         // A small PAM application in C, used by the integration tests and the benchmark:
         // pam_start_confdir with a scripted conversation, like a real login program.
         .executableTarget(name: "puff-pam-harness", path: "Tests/Harness",

@@ -176,6 +176,9 @@ public struct RecordStore: Sendable {
             // 0755 so helpers can reach pictures/; host.key (0600) and users/ (0700) stay private.
             let made = directory.withCString { mkdir($0, 0o755) }
             if made != 0 && errno != EEXIST { throw .system("mkdir", path: directory, Errno.current) }
+            let root = try TrustedDirectory(directory)
+            if made == 0 { try root.setMode(0o755) }
+            return root
         }
         return try TrustedDirectory(directory)
     }

@@ -233,13 +233,26 @@ public struct TrustedDirectory: ~Copyable {
 
     /// Opens (creating if needed, root 0700) the subdirectory `name`, checked like the rest.
     public func subdirectory(_ name: String, create: Bool, mode: mode_t = 0o700) throws(StoreError) -> TrustedDirectory {
+        var created = false
         if create {
             do {
                 try descriptor.makeDirectory(name, mode: mode)
+                created = true
             } catch {
                 if error.rawValue != EEXIST { throw .system("mkdir", path: path + "/" + name, error) }
             }
         }
-        return try TrustedDirectory(path + "/" + name)
+        let directory = try TrustedDirectory(path + "/" + name)
+        if created { try directory.setMode(mode) }
+        return directory
+    }
+
+    /// `fchmod` on the directory: the caller's umask must not decide a store mode.
+    public func setMode(_ mode: mode_t) throws(StoreError) {
+        do {
+            try descriptor.setMode(mode)
+        } catch {
+            throw .system("chmod", path: path, error)
+        }
     }
 }

@@ -1,0 +1,122 @@
+// Times GestureMatcher.verify against a realistic template for growing attempts, to show
+// that the cost is linear in the number of input points. Build with `swift build -c release`
+// and run `.build/release/gesture-bench`.
+import PuffCore
+
+/// SplitMix64, for deterministic jitter.
+struct SplitMix64 {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func uniform(_ low: Double, _ high: Double) -> Double {
+        low + (high - low) * Double(next() >> 11) / Double(UInt64(1) << 53)
+    }
+}
+
+/// Sine by Taylor series, to stay free of Foundation like the library.
+func sine(_ angle: Double) -> Double {
+    let twoPi = 2 * Double.pi
+    // Plain loops: Double.rounded would need libm.
+    var x = angle
+    while x > Double.pi { x -= twoPi }
+    while x < -Double.pi { x += twoPi }
+    var term = x
+    var sum = x
+    for n in 1...20 {
+        term *= -x * x / Double((2 * n) * (2 * n + 1))
+        sum += term
+    }
+    return sum
+}
+
+/// `count` points along a circle of radius 180 centred at (300, 350), clockwise, closed.
+func circle(_ count: Int) -> [GesturePoint] {
+    (0..<count).map { index in
+        let angle = 2 * Double.pi * Double(index) / Double(count - 1)
+        return GesturePoint(x: 300 + 180 * sine(angle + Double.pi / 2), y: 350 + 180 * sine(angle))
+    }
+}
+
+/// `count` points along the polyline (550, 680) → (950, 680) → (950, 250).
+func corner(_ count: Int) -> [GesturePoint] {
+    (0..<count).map { index in
+        let t = Double(index) / Double(count - 1) * 830
+        return t <= 400 ? GesturePoint(x: 550 + t, y: 680) : GesturePoint(x: 950, y: 680 - (t - 400))
+    }
+}
+
+func jittered(_ points: [GesturePoint], _ random: inout SplitMix64) -> [GesturePoint] {
+    points.map { GesturePoint(x: $0.x + random.uniform(-5, 5), y: $0.y + random.uniform(-5, 5)) }
+}
+
+func gesture(circlePoints: Int, cornerPoints: Int, jitter random: inout SplitMix64) -> Gesture {
+    Gesture(width: 1000, height: 750, parts: [
+        GesturePart(kind: .path, points: jittered(circle(circlePoints), &random)),
+        GesturePart(kind: .tap, points: [GesturePoint(x: 700, y: 150)]),
+        GesturePart(kind: .path, points: jittered(corner(cornerPoints), &random)),
+    ])
+}
+
+/// Milliseconds per call of `body`, averaged over enough calls to last about half a second.
+func millisecondsPerCall(_ body: () -> Bool) -> (Double, Bool) {
+    let clock = ContinuousClock()
+    var passed = body()
+    var calls = 0
+    let start = clock.now
+    var elapsed = Duration.zero
+    while elapsed < .milliseconds(500) || calls < 3 {
+        passed = body() && passed
+        calls += 1
+        elapsed = clock.now - start
+    }
+    let (seconds, attoseconds) = elapsed.components
+    let milliseconds = Double(seconds) * 1000 + Double(attoseconds) / 1e15
+    return (milliseconds / Double(calls), passed)
+}
+
+/// Three decimals, without libm.
+func format(_ milliseconds: Double) -> String {
+    let thousandths = Int(milliseconds * 1000 + 0.5)
+    let fraction = String(thousandths % 1000)
+    return "\(thousandths / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+}
+
+var random = SplitMix64(state: 1)
+let enrollment = gesture(circlePoints: 120, cornerPoints: 90, jitter: &random)
+let template: GestureTemplate
+do {
+    template = try GestureEnroller.build(from: enrollment)
+} catch {
+    fatalError("enrollment failed: \(error)")
+}
+print("template: \(template.parts.map(\.points.count)) stored points (\(template.parts.reduce(0) { $0 + $1.points.count }) in all), \(template.encode().count) bytes encoded")
+
+for total in [1_000, 10_000, 100_000] {
+    // Split the input between the two paths in proportion to their lengths (1131 : 830).
+    let circlePoints = (total - 1) * 1131 / 1961
+    let attempt = gesture(circlePoints: circlePoints, cornerPoints: total - 1 - circlePoints, jitter: &random)
+    let (milliseconds, passed) = millisecondsPerCall { GestureMatcher.verify(template, attempt).passed }
+    print("genuine attempt, \(total) input points: \(format(milliseconds)) ms per verify, passed: \(passed)")
+}
+
+// The worst case an attacker can send: long segments that interpolate to just under the cap.
+let zigzag = (0..<6200).map { GesturePoint(x: $0 % 2 == 0 ? 0 : 1000, y: $0 % 2 == 0 ? 0 : 750) }
+let worst = Gesture(width: 1000, height: 750, parts: [
+    GesturePart(kind: .path, points: zigzag),
+    GesturePart(kind: .tap, points: [GesturePoint(x: 700, y: 150)]),
+    GesturePart(kind: .path, points: corner(90)),
+])
+let (worstMilliseconds, _) = millisecondsPerCall { GestureMatcher.verify(template, worst).passed }
+print("worst case, 6,200-point zigzag (≈ 1.04 M interpolated points): \(format(worstMilliseconds)) ms per verify, failure: \(String(describing: GestureMatcher.verify(template, worst).failure))")
+let overCap = Gesture(width: 1000, height: 750, parts: [
+    GesturePart(kind: .path, points: zigzag + zigzag),
+    GesturePart(kind: .tap, points: [GesturePoint(x: 700, y: 150)]),
+    GesturePart(kind: .path, points: corner(90)),
+])
+let (overMilliseconds, _) = millisecondsPerCall { GestureMatcher.verify(template, overCap).passed }
+print("over the cap, 12,400-point zigzag: \(format(overMilliseconds)) ms per verify, failure: \(String(describing: GestureMatcher.verify(template, overCap).failure))")
