@@ -29,6 +29,26 @@ public struct PuffOptions: Equatable, Sendable {
     public var lockWaitSeconds: Int64 = 30
     /// argon2id cost for new hashes.
     public var kdf = Argon2Parameters(memoryKiB: 65536, iterations: 1)
+    /// Gesture raster square, in percent of the picture's longest side (used at enrollment;
+    /// a template keeps the parameters it was built with).
+    public var gestureRasterPercent = 3.0
+    /// Gesture tolerance square, in percent of the longest side.
+    public var gestureTolerancePercent = 4.5
+    /// Share of a path's stored points that must be hit, in percent.
+    public var gestureHitRatioPercent = 70.0
+    /// Largest attempt raster size allowed, in percent of the stored one (anti-scribble).
+    public var gestureOverflowPercent = 140.0
+
+    /// The gesture parameters the four percentages describe, or the reason they cannot work together.
+    public func gestureParameters() throws(OptionError) -> GestureParameters {
+        do {
+            return try GestureParameters(raster: gestureRasterPercent / 100, tolerance: gestureTolerancePercent / 100,
+                                         minimumHitRatio: gestureHitRatioPercent / 100,
+                                         overflow: gestureOverflowPercent / 100)
+        } catch {
+            throw OptionError(key: "gesture_*", reason: "the gesture parameters do not fit together (\(error))")
+        }
+    }
 
     /// The defaults.
     public init() {}
@@ -98,6 +118,12 @@ public enum OptionParser {
             }
             return parsed
         }
+        func percent(_ range: ClosedRange<Double>) throws(OptionError) -> Double {
+            guard let value = Self.decimal(try text()), range.contains(value) else {
+                throw OptionError(key: name, reason: "must be a percentage in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return value
+        }
         func duration() throws(OptionError) -> Int64 {
             guard let seconds = Self.duration(try text()) else {
                 throw OptionError(key: name, reason: "must be a duration like 90, 90s, 5m, 2h or 1d (at most 365d)")
@@ -142,6 +168,10 @@ public enum OptionParser {
             }
             options.lockout.delays = delays
         case "lock_wait": options.lockWaitSeconds = try integer(1...600)
+        case "gesture_raster": options.gestureRasterPercent = try percent(0.5...25)
+        case "gesture_tolerance": options.gestureTolerancePercent = try percent(0.5...100)
+        case "gesture_hit_ratio": options.gestureHitRatioPercent = try percent(1...100)
+        case "gesture_overflow": options.gestureOverflowPercent = try percent(100...1000)
         case "kdf_ops":
             options.kdf.iterations = UInt32(try integer(Int64(Argon2Parameters.iterationRange.lowerBound)...Int64(Argon2Parameters.iterationRange.upperBound)))
         case "kdf_mem_kib":
@@ -186,6 +216,17 @@ public enum OptionParser {
             value = value * 10 + Int64(byte - 0x30)
         }
         return value
+    }
+
+    /// A non-negative decimal with at most 3 fraction digits (`4.5`), as a `Double`.
+    static func decimal(_ text: some StringProtocol) -> Double? {
+        let pieces = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let whole = integer(pieces[0]), whole <= 1_000_000 else { return nil }
+        guard pieces.count == 2 else { return Double(whole) }
+        guard (1...3).contains(pieces[1].count), let fraction = integer(pieces[1]) else { return nil }
+        var scale = 1.0
+        for _ in 0..<pieces[1].count { scale *= 10 }
+        return Double(whole) + Double(fraction) / scale
     }
 
     /// Seconds from `90`, `90s`, `5m`, `2h` or `1d`; at most 365 days.

@@ -35,6 +35,11 @@ public enum Configuration {
                 throw .configuration("argument \(error.description)")
             }
         }
+        do {
+            _ = try options.gestureParameters()
+        } catch {
+            throw .configuration(error.description)
+        }
         return (options, warnings)
     }
 

@@ -34,7 +34,8 @@ struct GestureCommand: ParsableCommand {
             let options = try store.load()
             let account = try Command.account(user)
             let image = try Picture.load(picture)
-            let template = try define(width: image.width, height: image.height)
+            let parameters = try options.gestureParameters()
+            let template = try define(width: image.width, height: image.height, parameters: parameters)
             try confirm(template)
             try Authenticator(options: options).storeGesture(template, picture: image.bytes, for: account)
             Command.audit("gesture of user \(account.name) set by uid \(getuidValue())")
@@ -54,13 +55,13 @@ struct GestureCommand: ParsableCommand {
         }
     }
 
-    private func define(width: Int, height: Int) throws -> GestureTemplate {
+    private func define(width: Int, height: Int, parameters: GestureParameters) throws -> GestureTemplate {
         let gesture = try readGesture("Gesture (define): ")
         guard gesture.width == width, gesture.height == height else {
             throw Failure(ExitCodes.refused, "the gesture is for a \(gesture.width)x\(gesture.height) picture, but the picture is \(width)x\(height)")
         }
         do {
-            return try GestureEnroller.build(from: gesture)
+            return try GestureEnroller.build(from: gesture, parameters: parameters)
         } catch {
             throw Failure(ExitCodes.refused, "gesture refused: \(error)")
         }

@@ -283,3 +283,31 @@ struct ConfigFileTokenTests {
         #expect(OptionParser.tokens(ofConfigFile: "even_deny_root\r\ndeny=3\r\n") == ["even_deny_root", "deny=3"])
     }
 }
+
+@Suite struct GestureOptionTests {
+    @Test func percentagesAreParsedAndValidatedTogether() throws {
+        var options = PuffOptions()
+        for token in ["gesture_raster=2.5", "gesture_tolerance=10", "gesture_hit_ratio=80", "gesture_overflow=150"] {
+            #expect(try OptionParser.apply(token, to: &options, from: .configFile) == nil)
+        }
+        let parameters = try options.gestureParameters()
+        #expect(parameters.raster == 0.025)
+        #expect(parameters.tolerance == 0.1)
+        #expect(parameters.minimumHitRatio == 0.8)
+        #expect(parameters.overflow == 1.5)
+        #expect(try PuffOptions().gestureParameters() == .standard)
+    }
+
+    @Test(arguments: ["gesture_raster=0", "gesture_raster=30", "gesture_tolerance=4.", "gesture_hit_ratio=101",
+                      "gesture_overflow=99", "gesture_raster=3.1415", "gesture_raster=-3", "gesture_raster"])
+    func badPercentagesAreRefused(_ token: String) {
+        var options = PuffOptions()
+        #expect(throws: OptionError.self) { try OptionParser.apply(token, to: &options, from: .argument) }
+    }
+
+    @Test func aToleranceSmallerThanTheRasterIsRefusedAsACombination() throws {
+        var options = PuffOptions()
+        _ = try OptionParser.apply("gesture_tolerance=1", to: &options, from: .argument)
+        #expect(throws: OptionError.self) { try options.gestureParameters() }
+    }
+}

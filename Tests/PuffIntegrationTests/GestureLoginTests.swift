@@ -202,6 +202,29 @@ struct GestureLoginTests {
         #expect(try attributes(svgPath) == 0o600)
     }
 
+    @Test func jpegPicturesAndConfiguredToleranceWork() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        // A wider tolerance from puff.conf: 10 % of 400 px = 40 px, so a 15 px shift passes.
+        let fixture = try Fixture(config: "kdf_ops = 1\nkdf_mem_kib = 8\ngesture_tolerance = 10\n")
+        try enrolled(fixture, user)
+        let shifted = Self.wire(Self.genuine) { x, y in (x + 15, y) }
+        #expect(try fixture.authenticate(user, replies: [shifted]).status == PAMCode.success)
+        // A JPEG's size is read from its SOF header (here 640x480).
+        let jpeg = fixture.root + "/picture.jpg"
+        let header: [UInt8] = [0xff, 0xd8, 0xff, 0xc0, 0x00, 0x11, 0x08, 0x01, 0xe0, 0x02, 0x80, 0x03,
+                               0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01, 0xff, 0xd9]
+        try Data(header).write(to: URL(fileURLWithPath: jpeg))
+        let gesture = Self.wire(Self.genuine, width: 640, height: 480)
+        try enrolled(fixture, user, picture: jpeg, gesture: gesture)
+        #expect(try fixture.status(user)["gesture"] as? [String: Int] == ["picture_width": 640, "picture_height": 480])
+        #expect(try fixture.authenticate(user, replies: [gesture]).status == PAMCode.success)
+        // Not a picture at all.
+        let text = try run(Artefacts.enroll, ["gesture", "--user", user, "--picture", fixture.conf, "--stdin"]
+                           + fixture.storeArguments, input: gesture + "\n" + gesture + "\n")
+        #expect(text.status == 3)
+        #expect(text.errors.contains("is not a PNG or JPEG picture"))
+    }
+
     /// The 8-byte signature, an IHDR chunk and IEND: enough for a size read.
     static func pngHeader(width: UInt32, height: UInt32) -> [UInt8] {
         func be(_ value: UInt32) -> [UInt8] { [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)] }
