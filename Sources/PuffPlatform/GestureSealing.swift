@@ -128,12 +128,6 @@ public enum SHA256 {
     public static func hex(_ bytes: [UInt8]) -> String {
         var digest = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
         _ = crypto_hash_sha256(&digest, bytes, UInt64(bytes.count))
-        let digits = Array("0123456789abcdef".unicodeScalars)
-        var text = ""
-        for byte in digest {
-            text.unicodeScalars.append(digits[Int(byte >> 4)])
-            text.unicodeScalars.append(digits[Int(byte & 0x0f)])
-        }
-        return text
+        return Sodium.hex(digest)
     }
 }

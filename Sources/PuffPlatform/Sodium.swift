@@ -14,6 +14,11 @@ public enum Sodium {
         bytes.withUnsafeMutableBytes { buffer in
             if let base = buffer.baseAddress { randombytes_buf(base, buffer.count) }
         }
+        return hex(bytes)
+    }
+
+    /// Lowercase hex of `bytes` (not for secrets: the result is an ordinary string).
+    static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".unicodeScalars)
         var text = ""
         for byte in bytes {
