@@ -20,11 +20,9 @@ public struct RecordStore: Sendable {
     /// The path of `name`'s record, for log lines.
     public func recordPath(_ name: UserName) -> String { directory + "/" + Self.usersDirectory + "/" + name.value }
 
-    /// The path of `name`'s picture. Pictures are not secret: helpers running as the user read
-    /// them to draw on, so the directory is 0755 and the files 0644 (records stay 0600 in 0700).
-    public func picturePath(_ name: UserName) -> String { directory + "/" + Self.picturesDirectory + "/" + name.value }
-
-    /// Stores a copy of the picture for `name` atomically (root 0644).
+    /// Stores a copy of the picture for `name` atomically. Pictures are not secret: helpers
+    /// running as the user read them to draw on, so `pictures/` is 0755 and the files 0644
+    /// (records stay 0600 in a 0700 directory).
     public func savePicture(_ bytes: [UInt8], for name: UserName) throws(StoreError) {
         let root = try openRoot(create: true)
         let pictures = try root.subdirectory(Self.picturesDirectory, create: true, mode: 0o755)

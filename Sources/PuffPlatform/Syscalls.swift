@@ -214,7 +214,16 @@ public struct FileDescriptor: ~Copyable {
         return names
     }
 
-    /// Opens an absolute path without following a final symlink (for the root of a walk).
+    /// `open(2)` of a path the caller chose (an administrator's input file), with `O_CLOEXEC`.
+    public static func open(path: String, _ flags: Int32) throws(Errno) -> FileDescriptor {
+        while true {
+            let fd = Glibc.open(path, flags | O_CLOEXEC)
+            if fd >= 0 { return FileDescriptor(taking: fd) }
+            if errno != EINTR { throw Errno.current }
+        }
+    }
+
+    /// Opens `/`, the root of every trusted walk.
     public static func openRoot() throws(Errno) -> FileDescriptor {
         while true {
             let fd = Glibc.open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)

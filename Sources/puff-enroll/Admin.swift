@@ -24,16 +24,17 @@ struct Status: ParsableCommand {
             let counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
             let names: [UserName]
             if let user {
-                guard let name = UserName(user) else { throw Failure(ExitCodes.unknown, "'\(LogText.escape(user))' is not a valid user name") }
-                names = [name]
+                names = [try Command.userName(user)]
             } else {
                 names = try records.enrolledNames()
             }
             let now = Clock.wallSeconds()
             var rows: [String] = []
+            var anyRecord = false
             for name in names {
                 let account = try Account.lookup(name.value)
                 let record = try account.flatMap { account throws(StoreError) in try records.load(account) }
+                anyRecord = anyRecord || record != nil
                 let tally = try counters.read(name)
                 let status = options.lockout.status(of: tally, now: now, isRoot: account?.uid == 0)
                 rows.append(json ? jsonRow(name, account, record, tally, status) : textRow(name, account, record, tally, status))
@@ -46,7 +47,7 @@ struct Status: ParsableCommand {
                 Terminal.say("USER             UID  PASSCODE      GESTURE     FAILURES  LOCK")
                 for row in rows { Terminal.say(row) }
             }
-            if user != nil, let name = names.first, try records.load(try Command.account(name.value)) == nil {
+            if let name = names.first, user != nil, !anyRecord {
                 throw Failure(ExitCodes.unknown, "\(name) has nothing enrolled")
             }
         }
@@ -99,7 +100,7 @@ struct Reset: ParsableCommand {
         try Command.run {
             try Command.requireRoot()
             let options = try store.load()
-            guard let name = UserName(user) else { throw Failure(ExitCodes.unknown, "'\(LogText.escape(user))' is not a valid user name") }
+            let name = try Command.userName(user)
             let counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
             let before = try counters.read(name)
             try counters.reset(name)
@@ -122,8 +123,7 @@ struct Remove: ParsableCommand {
         try Command.run {
             try Command.requireRoot()
             let options = try store.load()
-            let name = try user ?? Command.callerName()
-            guard let valid = UserName(name) else { throw Failure(ExitCodes.unknown, "'\(LogText.escape(name))' is not a valid user name") }
+            let valid = try Command.userName(user ?? Command.callerName())
             guard try Authenticator(options: options).removeEnrollment(of: valid) else {
                 throw Failure(ExitCodes.unknown, "\(valid) has nothing enrolled")
             }

@@ -119,25 +119,19 @@ struct Picture {
 
     /// Reads `path` (at most the store's picture limit) and decodes its size; PNG and JPEG only.
     static func load(_ path: String) throws -> Picture {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
-        guard fd >= 0 else { throw Failure(ExitCodes.storeFailure, "cannot open \(path)") }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-            throw Failure(ExitCodes.refused, "\(path) is not a regular file")
+        let bytes: [UInt8]
+        do {
+            let file = try FileDescriptor.open(path: path, O_RDONLY | O_NOCTTY | O_NONBLOCK)
+            guard try file.status().st_mode & S_IFMT == S_IFREG else {
+                throw Failure(ExitCodes.refused, "\(path) is not a regular file")
+            }
+            guard let read = try file.readAll(limit: RecordStore.maximumPictureSize) else {
+                throw Failure(ExitCodes.refused, "\(path) is larger than \(RecordStore.maximumPictureSize >> 20) MiB")
+            }
+            bytes = read
+        } catch let error as Errno {
+            throw Failure(ExitCodes.storeFailure, "cannot read \(path): \(error)")
         }
-        let limit = RecordStore.maximumPictureSize
-        var bytes = [UInt8](repeating: 0, count: limit + 1)
-        var filled = 0
-        while filled <= limit {
-            let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress.map { $0 + filled }, limit + 1 - filled) }
-            if got < 0 && errno == EINTR { continue }
-            guard got >= 0 else { throw Failure(ExitCodes.storeFailure, "cannot read \(path)") }
-            if got == 0 { break }
-            filled += got
-        }
-        guard filled <= limit else { throw Failure(ExitCodes.refused, "\(path) is larger than \(limit >> 20) MiB") }
-        bytes.removeLast(bytes.count - filled)
         guard mediaType(of: bytes) != "application/octet-stream" else {
             throw Failure(ExitCodes.refused, "\(path) is not a PNG or JPEG picture")
         }

@@ -91,10 +91,17 @@ enum Command {
         }
     }
 
+    /// `name` as a `UserName`, or a clear refusal.
+    static func userName(_ name: String) throws -> UserName {
+        guard let valid = UserName(name) else {
+            throw Failure(ExitCodes.unknown, "'\(LogText.escape(name))' is not a valid user name")
+        }
+        return valid
+    }
+
     /// The account named `user`, or the caller's own account.
     static func account(_ user: String?) throws -> Account {
-        let name = try user ?? callerName()
-        guard UserName(name) != nil else { throw Failure(ExitCodes.unknown, "'\(LogText.escape(name))' is not a valid user name") }
+        let name = try userName(user ?? callerName()).value
         guard let account = try Account.lookup(name) else {
             throw Failure(ExitCodes.unknown, "no such user '\(LogText.escape(name))'")
         }

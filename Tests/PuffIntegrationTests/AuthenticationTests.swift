@@ -196,8 +196,18 @@ struct AuthenticationTests {
     @Test func accountAndSetcredHaveDefinedResults() throws {
         let fixture = try Fixture()
         #expect(try fixture.authenticate(user, extra: ["--op", "setcred"]).status == PAMCode.success)
-        let account = try fixture.authenticate(user, extra: ["--op", "acct"])
-        // Puff's account hook returns PAM_IGNORE; a stack of nothing but ignores is denied by libpam.
-        #expect(account.status != PAMCode.success)
+        // The account hook returns PAM_IGNORE: in this stack an ignore falls through to
+        // pam_permit (success) and anything else ends the stack with the module's own code.
+        try fixture.write(fixture.pamDirectory + "/puff-account", """
+            account [ignore=ignore default=die] \(Artefacts.module)
+            account required pam_permit.so
+
+            """, mode: 0o644)
+        #expect(try fixture.authenticate(user, extra: ["--op", "acct"], service: "puff-account").status == PAMCode.success)
+        // And it never touches the counter (the account stack must not reset a lockout).
+        try fixture.enroll(user, "604917")
+        try fixture.authenticate(user, replies: ["111333"])
+        try fixture.authenticate(user, extra: ["--op", "acct"], service: "puff-account")
+        #expect(try fixture.failures(user) == 1)
     }
 }
