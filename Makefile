@@ -11,13 +11,13 @@ MULTIARCH   := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu
 PAMDIR      ?= /usr/lib/$(MULTIARCH)/security
 BINDIR      ?= $(PREFIX)/sbin
 SWIFT       ?= swift
-DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester
+DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace
 MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disable-local-rpath \
 	-Xswiftc -static-stdlib \
 	-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map \
 	-Xlinker -z -Xlinker nodelete -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
-.PHONY: all build deps module cli test demo bench install uninstall clean
+.PHONY: all build deps module cli test demo bench race install uninstall clean
 
 all: build
 
@@ -55,6 +55,12 @@ bench: build
 	$(SWIFT) build -c release --product gesture-bench
 	bash scripts/bench.sh
 	.build/release/gesture-bench
+
+# Simultaneous attempts on one user through Puff and pam_faillock, counted side by side.
+race: module
+	$(SWIFT) build --product puff-race
+	$(SWIFT) build --product puff-enroll
+	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/race.sh
 
 install: build
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(BINDIR)

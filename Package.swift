@@ -39,6 +39,9 @@ let package = Package(
         // pam_start_confdir with a scripted conversation, like a real login program.
         .executableTarget(name: "puff-pam-harness", path: "Tests/Harness",
                           linkerSettings: [.linkedLibrary("pam"), .linkedLibrary("pthread")]),
+        // N processes released by one barrier into pam_authenticate at once (`RaceTests`, `make race`).
+        .executableTarget(name: "puff-race", path: "Tests/Barrier",
+                          linkerSettings: [.linkedLibrary("pam")]),
         .testTarget(name: "PuffCoreTests", dependencies: ["PuffCore"]),
         .testTarget(name: "PuffPlatformTests", dependencies: ["PuffCore", "PuffPlatform"]),
         .testTarget(name: "PuffIntegrationTests", dependencies: ["PuffCore", "PuffPlatform"]),
