@@ -8,6 +8,10 @@
  *   PROMPT <echo-off|echo-on> <text>     INFO <text>     ERROR <text>     RESULT <code> <name>
  *
  * The exit status is the PAM code of the last operation (0 = PAM_SUCCESS).
+ *
+ * Raw bytes (invalid UTF-8, embedded NUL, control characters) can be passed as hex with
+ * --user-hex and --reply-hex; a reply keeps every byte, so the module receives a buffer
+ * with whatever follows an embedded NUL, as a buggy or hostile application would send.
  */
 #define _GNU_SOURCE
 #include <security/pam_appl.h>
@@ -21,6 +25,7 @@
 
 struct script {
     const char *replies[32];
+    size_t reply_lengths[32];    /* bytes of each reply, which may hold a NUL */
     int reply_count;
     int next_reply;
     int conv_error;      /* answer prompts with PAM_CONV_ERR */
@@ -45,7 +50,13 @@ static int converse(int count, const struct pam_message **messages,
             if (script->conv_error) { free(out); return PAM_CONV_ERR; }
             if (script->null_reply) { free(out); *responses = NULL; return PAM_SUCCESS; }
             if (script->next_reply < script->reply_count) {
-                out[i].resp = strdup(script->replies[script->next_reply++]);
+                size_t length = script->reply_lengths[script->next_reply];
+                out[i].resp = malloc(length + 1);
+                if (out[i].resp != NULL) {
+                    memcpy(out[i].resp, script->replies[script->next_reply], length);
+                    out[i].resp[length] = '\0';
+                }
+                script->next_reply++;
             } else {
                 out[i].resp = strdup("");
             }
@@ -82,6 +93,22 @@ static char *read_file(const char *path) {
     fclose(file);
     data[size] = '\0';
     return data;
+}
+
+/* Decodes a hex string into a new buffer (NUL-terminated after the bytes); exits on bad hex. */
+static char *from_hex(const char *hex, size_t *length) {
+    size_t digits = strlen(hex);
+    if (digits % 2 != 0) { fprintf(stderr, "odd hex length\n"); exit(100); }
+    char *bytes = malloc(digits / 2 + 1);
+    if (bytes == NULL) exit(100);
+    for (size_t i = 0; i < digits / 2; i++) {
+        unsigned value;
+        if (sscanf(hex + 2 * i, "%2x", &value) != 1) { fprintf(stderr, "bad hex\n"); exit(100); }
+        bytes[i] = (char)value;
+    }
+    bytes[digits / 2] = '\0';
+    *length = digits / 2;
+    return bytes;
 }
 
 struct options {
@@ -130,6 +157,12 @@ int main(int argc, char **argv) {
         if (strcmp(arg, "--confdir") == 0) TAKE(options.confdir);
         else if (strcmp(arg, "--service") == 0) TAKE(options.service);
         else if (strcmp(arg, "--user") == 0) TAKE(options.user);
+        else if (strcmp(arg, "--user-hex") == 0) {
+            const char *hex;
+            size_t length;
+            TAKE(hex);
+            options.user = from_hex(hex, &length);
+        }
         else if (strcmp(arg, "--no-user") == 0) options.no_user = 1;
         else if (strcmp(arg, "--op") == 0) TAKE(options.op);
         else if (strcmp(arg, "--authtok") == 0) TAKE(options.authtok);
@@ -138,8 +171,17 @@ int main(int argc, char **argv) {
             const char *text;
             TAKE(text);
             if (options.script.reply_count == 32) return 100;
-            options.script.replies[options.script.reply_count++] =
-                strcmp(arg, "--reply-file") == 0 ? read_file(text) : text;
+            const char *reply = strcmp(arg, "--reply-file") == 0 ? read_file(text) : text;
+            options.script.reply_lengths[options.script.reply_count] = strlen(reply);
+            options.script.replies[options.script.reply_count++] = reply;
+        }
+        else if (strcmp(arg, "--reply-hex") == 0) {
+            const char *hex;
+            TAKE(hex);
+            if (options.script.reply_count == 32) return 100;
+            size_t length;
+            options.script.replies[options.script.reply_count] = from_hex(hex, &length);
+            options.script.reply_lengths[options.script.reply_count++] = length;
         }
         else if (strcmp(arg, "--conv-error") == 0) options.script.conv_error = 1;
         else if (strcmp(arg, "--null-reply") == 0) options.script.null_reply = 1;

@@ -131,3 +131,104 @@ enum TestUsers {
         return name
     }
 }
+
+/// What the module writes to syslog, captured on a `/dev/log` socket the test binds (the test
+/// machine runs no syslog daemon).
+///
+/// A reader thread empties the socket all the time: the kernel queues only a few datagrams
+/// per socket (`net.unix.max_dgram_qlen`, 10 by default), and every process that logs blocks
+/// while the queue is full, including the one the test is waiting for. Only one capture can
+/// own `/dev/log`; a new one waits for another test (or another test run on the machine) to
+/// release it, and gives up (`nil`) when a live syslog daemon keeps it.
+final class SyslogCapture: @unchecked Sendable {
+    static let path = "/dev/log"
+
+    private final class Buffer: @unchecked Sendable {
+        let lock = NSLock()
+        var lines: [String] = []
+        var stop = false
+        let finished = DispatchSemaphore(value: 0)
+    }
+
+    let fd: Int32
+    private let buffer = Buffer()
+
+    init?(waitingAtMost seconds: Double = 180) {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in Self.path.utf8.enumerated() { raw[index] = byte }
+        }
+        func call(_ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+        }
+        let deadline = Date().addingTimeInterval(seconds)
+        var bound: Int32 = -1
+        while bound < 0 {
+            let socketFD = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+            guard socketFD >= 0 else { return nil }
+            if access(Self.path, F_OK) == 0 {
+                // A socket nobody listens on (left by an earlier run) is replaced; one that is
+                // live belongs to another capture (wait) or a syslog daemon (wait, then give up).
+                let probe = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+                let connected = call { connect(probe, $0, $1) }
+                let refused = connected != 0 && errno == ECONNREFUSED
+                close(probe)
+                if refused { unlink(Self.path) }
+            }
+            if call({ bind(socketFD, $0, $1) }) == 0 {
+                bound = socketFD
+            } else {
+                close(socketFD)
+                guard Date() < deadline else { return nil }
+                usleep(100_000)
+            }
+        }
+        fd = bound
+        var timeout = timeval(tv_sec: 0, tv_usec: 50_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let buffer = self.buffer, fd = self.fd
+        let reader = Thread {
+            var bytes = [UInt8](repeating: 0, count: 8192)
+            while true {
+                let got = recv(fd, &bytes, bytes.count, 0)
+                buffer.lock.lock()
+                if got > 0 { buffer.lines.append(String(decoding: bytes[0..<got], as: UTF8.self)) }
+                let stop = buffer.stop
+                buffer.lock.unlock()
+                if stop && got <= 0 { break }
+            }
+            buffer.finished.signal()
+        }
+        reader.start()
+    }
+
+    deinit {
+        buffer.lock.lock()
+        buffer.stop = true
+        buffer.lock.unlock()
+        buffer.finished.wait()
+        unlink(Self.path)
+        close(fd)
+    }
+
+    /// The lines received so far (and not yet returned), once the socket's queue is empty.
+    func drain() -> [String] {
+        var available: Int32 = 1
+        var quietChecks = 0
+        let deadline = Date().addingTimeInterval(2)
+        while quietChecks < 2 && Date() < deadline {
+            usleep(20_000)
+            available = 0
+            _ = ioctl(fd, UInt(FIONREAD), &available)
+            quietChecks = available == 0 ? quietChecks + 1 : 0
+        }
+        buffer.lock.lock()
+        defer { buffer.lock.unlock() }
+        let lines = buffer.lines
+        buffer.lines = []
+        return lines
+    }
+}
