@@ -17,7 +17,9 @@ MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disa
 	-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map \
 	-Xlinker -z -Xlinker nodelete -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
-.PHONY: all build deps module cli test demo bench race install uninstall clean
+FUZZ_SECONDS ?= 60
+
+.PHONY: all build deps module cli test demo bench race fuzz install uninstall clean
 
 all: build
 
@@ -62,6 +64,11 @@ race: module
 	$(SWIFT) build --product puff-enroll
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/race.sh
 
+# libFuzzer campaigns with AddressSanitizer: every target in Sources/Fuzz for FUZZ_SECONDS
+# seconds each, from the seed corpus in Fuzz/corpus; fails when one crashes.
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) SWIFT=$(SWIFT) bash scripts/fuzz.sh
+
 install: build
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(BINDIR)
 	install -m 0644 build/pam_puff.so $(DESTDIR)$(PAMDIR)/pam_puff.so
@@ -72,4 +79,4 @@ uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_puff.so $(DESTDIR)$(BINDIR)/puff-enroll
 
 clean:
-	rm -rf build .build .build-module
+	rm -rf build .build .build-module .build-fuzz

@@ -42,6 +42,24 @@ let package = Package(
         // N processes released by one barrier into pam_authenticate at once (`RaceTests`, `make race`).
         .executableTarget(name: "puff-race", path: "Tests/Barrier",
                           linkerSettings: [.linkedLibrary("pam")]),
+        // libFuzzer targets (`make fuzz`, scripts/fuzz.sh). Built with `--sanitize fuzzer` and
+        // `-DPUFF_FUZZ` they export only LLVMFuzzerTestOneInput; a normal build gives each one
+        // a `main` that replays files instead, so they always compile and the corpus is replayable.
+        .target(name: "FuzzSupport", path: "Sources/Fuzz/Support"),
+        .executableTarget(name: "fuzz-gesture-wire", dependencies: ["FuzzSupport", "PuffCore"],
+                          path: "Sources/Fuzz/GestureWire"),
+        .executableTarget(name: "fuzz-template", dependencies: ["FuzzSupport", "PuffCore"],
+                          path: "Sources/Fuzz/Template"),
+        .executableTarget(name: "fuzz-record", dependencies: ["FuzzSupport", "PuffCore", "PuffPlatform"],
+                          path: "Sources/Fuzz/Record"),
+        .executableTarget(name: "fuzz-options", dependencies: ["FuzzSupport", "PuffCore"],
+                          path: "Sources/Fuzz/Options"),
+        .executableTarget(name: "fuzz-argon2", dependencies: ["FuzzSupport", "PuffCore", "PuffPlatform"],
+                          path: "Sources/Fuzz/Argon2"),
+        .executableTarget(name: "fuzz-tally", dependencies: ["FuzzSupport", "PuffCore"],
+                          path: "Sources/Fuzz/Tally"),
+        .executableTarget(name: "fuzz-authenticate", dependencies: ["FuzzSupport", "PuffCore", "PuffPlatform"],
+                          path: "Sources/Fuzz/Authenticate"),
         .testTarget(name: "PuffCoreTests", dependencies: ["PuffCore"]),
         .testTarget(name: "PuffPlatformTests", dependencies: ["PuffCore", "PuffPlatform"]),
         .testTarget(name: "PuffIntegrationTests", dependencies: ["PuffCore", "PuffPlatform"]),
