@@ -19,7 +19,7 @@ MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disa
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps module cli test demo bench race fuzz install uninstall clean
+.PHONY: all build deps module cli test demo bench race fuzz killsweep faults install uninstall clean
 
 all: build
 
@@ -68,6 +68,24 @@ race: module
 # seconds each, from the seed corpus in Fuzz/corpus; fails when one crashes.
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) SWIFT=$(SWIFT) bash scripts/fuzz.sh
+
+# SIGKILL at every openat/flock/write/pwrite64/fsync/renameat of a login or an enrollment,
+# then random-time kill -9; checks that no file is torn, lost or rolled back.
+KILL_ITERATIONS ?= 1000
+killsweep: module
+	$(SWIFT) build --product puff-pam-harness
+	$(SWIFT) build --product puff-enroll
+	KILL_ITERATIONS=$(KILL_ITERATIONS) PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
+		bash scripts/killsweep.sh
+
+# ENOSPC/EIO/EACCES injected into one system call at a time: never a success, nothing lost.
+# FAULT_ITERATIONS bounds the runs (empty: all of them).
+FAULT_ITERATIONS ?=
+faults: module
+	$(SWIFT) build --product puff-pam-harness
+	$(SWIFT) build --product puff-enroll
+	FAULT_ITERATIONS=$(FAULT_ITERATIONS) PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
+		bash scripts/faults.sh
 
 install: build
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(BINDIR)

@@ -1,0 +1,137 @@
+# Shared by killsweep.sh and faults.sh (sourced, not run): a throwaway Puff store with one
+# enrolled user, the operations that are interrupted, and the checks run after each one.
+#
+#   PUFF_MODULE  the module (default build/pam_puff.so)
+#   PUFF_BIN     where puff-pam-harness and puff-enroll are (default: swift build --show-bin-path)
+
+module=${PUFF_MODULE:-$PWD/build/pam_puff.so}
+bin=${PUFF_BIN:-$(swift build --show-bin-path)}
+enroll=$bin/puff-enroll
+harness=$bin/puff-pam-harness
+picture=$PWD/Tests/Fixtures/picture-400x300.png
+user=puff-sweep-user
+
+# The passcode and the gesture before and after a change, and a wrong passcode.
+old_passcode=604917
+new_passcode=123789
+wrong_passcode=111333
+old_gesture="puff-gesture:1:400x300:p 50,50 250,50;t 300,200"
+new_gesture="puff-gesture:1:400x300:p 50,250 250,250;t 100,100"
+
+created_user=0
+if ! getent passwd "$user" >/dev/null; then
+    useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
+    created_user=1
+fi
+work=$(mktemp -d /tmp/puff-sweep-XXXXXX)
+sweep_cleanup() {
+    rm -rf "$work"
+    if [ "$created_user" = 1 ]; then userdel "$user" 2>/dev/null || true; fi
+}
+trap sweep_cleanup EXIT
+chmod 0755 "$work"
+store=(--dir "$work/etc" --state-dir "$work/state" --conf "$work/etc/puff.conf")
+record=$work/etc/users/$user
+counter=$work/state/$user
+stored_picture=$work/etc/pictures/$user
+
+# Minimum argon2id cost for speed; a huge deny so no lock interferes; nodelay.
+mkdir -p -m 0700 "$work/etc" "$work/state"
+mkdir -p -m 0755 "$work/pam.d"
+printf 'kdf_ops = 1\nkdf_mem_kib = 8\n' >"$work/etc/puff.conf"
+chmod 0600 "$work/etc/puff.conf"
+echo "auth required $module dir=$work/etc state_dir=$work/state conf=$work/etc/puff.conf nodelay deny=1000000" \
+    >"$work/pam.d/puff-sweep"
+printf '%s\n' "$old_passcode" | "$enroll" passcode --user "$user" --type digits6 --stdin "${store[@]}" >/dev/null
+printf '%s\n%s\n' "$old_gesture" "$old_gesture" |
+    "$enroll" gesture --user "$user" --picture "$picture" --stdin "${store[@]}" >/dev/null
+cp "$record" "$work/record.old"
+printf '%s\n' "$new_passcode" >"$work/input.enroll-passcode"
+printf '%s\n%s\n' "$new_gesture" "$new_gesture" >"$work/input.enroll-gesture"
+
+# The command of each operation (a scenario), run with stdin from $work/input.<scenario>.
+operation() {
+    case $1 in
+        auth-wrong)     echo "$harness --confdir $work/pam.d --service puff-sweep --user $user --reply $wrong_passcode" ;;
+        auth-right)     echo "$harness --confdir $work/pam.d --service puff-sweep --user $user --reply $old_passcode" ;;
+        auth-gesture)   echo "$harness --confdir $work/pam.d --service puff-sweep --user $user --reply" ;;
+        enroll-passcode) echo "$enroll passcode --user $user --type digits6 --stdin ${store[*]}" ;;
+        enroll-gesture) echo "$enroll gesture --user $user --picture $picture --stdin ${store[*]}" ;;
+    esac
+}
+# Runs scenario $1 with the command prefix in the remaining arguments (strace ...), stdin
+# from its input file; prints nothing, returns the exit status.
+run_operation() {
+    local scenario=$1
+    shift
+    local input=/dev/null
+    [ -f "$work/input.$scenario" ] && input=$work/input.$scenario
+    local -a command
+    read -r -a command <<<"$(operation "$scenario")"
+    if [ "$scenario" = auth-gesture ]; then command+=("$old_gesture"); fi
+    # The subshell absorbs bash's "Killed" notice (the explicit exit stops bash from
+    # exec'ing the command in place of the subshell).
+    ("$@" "${command[@]}" <"$input" >/dev/null 2>&1; exit $?) 2>/dev/null
+}
+
+# One login through libpam with reply $1; prints the PAM code.
+login_code() {
+    "$harness" --confdir "$work/pam.d" --service puff-sweep --user "$user" --reply "$1" >/dev/null 2>&1
+    echo $?
+}
+
+# The failure count as `puff-enroll status --json` decodes it; "ERR" when it cannot.
+failures() {
+    local json
+    json=$("$enroll" status --json --user "$user" "${store[@]}" 2>/dev/null) || { echo ERR; return; }
+    case $json in
+        *'"passcode": "digits6"'*'"gesture": {"picture_width": 400, "picture_height": 300}'*) ;;
+        *) echo ERR; return ;;
+    esac
+    local n=${json#*\"failures\": }
+    n=${n%%,*}
+    case $n in '' | *[!0-9]*) echo ERR ;; *) echo "$n" ;; esac
+}
+
+# Decodes the counter file by hand: exactly 512 bytes, the text format, zero padding.
+counter_file_ok() {
+    [ -f "$counter" ] || return 0
+    [ "$(stat -c %s "$counter")" = 512 ] || return 1
+    head -c 13 "$counter" | grep -q '^puff-tally 1$' || return 1
+    local text
+    text=$(tr -d '\0' <"$counter")
+    [[ $text =~ ^puff-tally\ 1$'\n'failures\ [0-9]+$'\n'last-failure\ [0-9]+$'\n'locked-until\ [0-9]+$ ]]
+}
+
+# Which record is stored: "old" (byte for byte), "new" (the change took: the new secret
+# works and the replaced one does not, the other factor still works), or "BAD <why>".
+# A new record is put back to the old one afterwards, so every run starts from the same state.
+record_state() {
+    local scenario=$1
+    if cmp -s "$record" "$work/record.old"; then
+        echo old
+        return
+    fi
+    local new_code old_code other_code
+    case $scenario in
+        enroll-passcode)
+            new_code=$(login_code "$new_passcode") old_code=$(login_code "$old_passcode") other_code=$(login_code "$old_gesture") ;;
+        enroll-gesture)
+            new_code=$(login_code "$new_gesture") old_code=$(login_code "$old_gesture") other_code=$(login_code "$old_passcode") ;;
+        *)
+            echo "BAD record changed by a login"
+            return ;;
+    esac
+    if [ "$new_code" = 0 ] && [ "$old_code" = 7 ] && [ "$other_code" = 0 ]; then
+        echo new
+    else
+        echo "BAD neither old nor new (new secret $new_code, old secret $old_code, other factor $other_code)"
+    fi
+    cp "$work/record.old" "$record"
+    chmod 0600 "$record"
+}
+
+# Stale temp files left by an interrupted replace (never read as records; counted).
+stale_temps() {
+    find "$work/etc/users" "$work/etc/pictures" -name '.*.tmp-*' 2>/dev/null | wc -l
+}
