@@ -60,7 +60,7 @@ public enum LockStatus: Equatable, Sendable {
     case lockedUntilReset
 }
 
-/// One user's failure counter as stored under the state directory.
+/// One user's counter and quick-factor state as stored under the state directory.
 public struct Tally: Equatable, Sendable {
     /// `lockedUntil` value meaning "until an admin reset".
     public static let untilReset = Int64.max
@@ -73,6 +73,14 @@ public struct Tally: Equatable, Sendable {
     public var lastFailure: Int64 = 0
     /// Wall-clock seconds at which the lock ends; 0 when not locked.
     public var lockedUntil: Int64 = 0
+    /// Gesture failures in a row since the last success of either factor.
+    public var gestureFailures: UInt32 = 0
+    /// Wall-clock seconds of the latest passcode success (or passcode enrollment); 0 if none.
+    public var passcodeAt: Int64 = 0
+    /// The kernel boot id at the latest passcode success, 32 lowercase hex digits; empty if none.
+    public var passcodeBoot: String = ""
+    /// An administrator asked for the passcode (`puff-enroll lock`).
+    public var adminLock = false
 
     /// An empty tally.
     public init(failures: UInt32 = 0, lastFailure: Int64 = 0, lockedUntil: Int64 = 0) {
@@ -81,25 +89,44 @@ public struct Tally: Equatable, Sendable {
         self.lockedUntil = lockedUntil
     }
 
+    /// This tally with the failure run and its lock cleared, keeping the quick-factor state.
+    public func clearingFailures() -> Tally {
+        var next = self
+        next.failures = 0
+        next.lastFailure = 0
+        next.lockedUntil = 0
+        next.gestureFailures = 0
+        return next
+    }
+
     /// Largest encoded size accepted when reading.
     public static let maximumEncodedSize = 1024
 
     /// The on-disk text: a version line, then `key value` lines.
     public func encoded() -> [UInt8] {
         Array("""
-        puff-tally 1
+        puff-tally 2
         failures \(failures)
         last-failure \(lastFailure)
         locked-until \(lockedUntil)
+        gesture-failures \(gestureFailures)
+        passcode-at \(passcodeAt)
+        passcode-boot \(passcodeBoot.isEmpty ? "-" : passcodeBoot)
+        admin-lock \(adminLock ? 1 : 0)
 
         """.utf8)
     }
 
-    /// Parses `encoded()` output strictly.
+    private static let version1Keys: Set<String> = ["failures", "last-failure", "locked-until"]
+    private static let version2Keys = version1Keys.union(["gesture-failures", "passcode-at", "passcode-boot", "admin-lock"])
+
+    /// Parses `encoded()` output strictly. Version 1 files (counters only) read as a tally
+    /// whose passcode was never used, so the next login asks for the passcode.
     public static func decode(_ bytes: some Collection<UInt8>) throws(RecordFormatError) -> Tally {
-        let fields = try KeyValueText.parse(bytes, header: "puff-tally 1", maximumSize: maximumEncodedSize,
-                                            keys: ["failures", "last-failure", "locked-until"],
-                                            optional: [])
+        let isVersion1 = bytes.starts(with: Array("puff-tally 1\n".utf8))
+        let fields = try KeyValueText.parse(bytes, header: isVersion1 ? "puff-tally 1" : "puff-tally 2",
+                                            maximumSize: maximumEncodedSize,
+                                            keys: isVersion1 ? version1Keys : version2Keys, optional: [])
         // Canonical decimal only: Swift's parsers also take "+1", "-0" and "01".
         func canonical<T: FixedWidthInteger>(_ key: String, _ type: T.Type) -> T? {
             guard let text = fields[key], let value = T(text), String(value) == text else { return nil }
@@ -110,6 +137,40 @@ public struct Tally: Equatable, Sendable {
               let until = canonical("locked-until", Int64.self), until >= 0 else {
             throw .badValue
         }
-        return Tally(failures: failures, lastFailure: last, lockedUntil: until)
+        var tally = Tally(failures: failures, lastFailure: last, lockedUntil: until)
+        if isVersion1 { return tally }
+        guard let gestureFailures = canonical("gesture-failures", UInt32.self),
+              let passcodeAt = canonical("passcode-at", Int64.self), passcodeAt >= 0,
+              let boot = fields["passcode-boot"], boot == "-" || BootID.isValid(boot),
+              let adminLock = canonical("admin-lock", UInt8.self), adminLock <= 1 else {
+            throw .badValue
+        }
+        tally.gestureFailures = gestureFailures
+        tally.passcodeAt = passcodeAt
+        tally.passcodeBoot = boot == "-" ? "" : boot
+        tally.adminLock = adminLock == 1
+        return tally
+    }
+}
+
+/// The kernel's boot id in the canonical form Puff stores.
+public enum BootID {
+    /// 32 lowercase hex digits (the kernel's UUID without its dashes).
+    public static func isValid(_ text: String) -> Bool {
+        text.utf8.count == 32 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
+    /// The canonical form of `/proc/sys/kernel/random/boot_id`'s content (a dashed UUID and a
+    /// newline), or `nil` when it is not one.
+    public static func canonical(_ bytes: some Collection<UInt8>) -> String? {
+        var digits: [UInt8] = []
+        for (index, byte) in bytes.enumerated() {
+            if byte == UInt8(ascii: "\n") && index == bytes.count - 1 { break }
+            if byte == UInt8(ascii: "-") { continue }
+            guard digits.count < 32 else { return nil }
+            digits.append(byte)
+        }
+        let text = String(decoding: digits, as: UTF8.self)
+        return isValid(text) ? text : nil
     }
 }

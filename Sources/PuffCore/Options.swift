@@ -9,8 +9,6 @@ public struct PuffOptions: Equatable, Sendable {
     public var stateDirectory = "/var/lib/puff"
     /// The configuration file read before the module arguments.
     public var configFile = "/etc/puff/puff.conf"
-    /// The conversation prompt.
-    public var prompt = "Passcode: "
     /// Return PAM_IGNORE (without prompting) for a user who has no Puff record.
     public var nullOK = false
     /// Log detail about each decision (never a secret).
@@ -25,6 +23,8 @@ public struct PuffOptions: Equatable, Sendable {
     public var useFirstPass = false
     /// The lockout policy.
     public var lockout = LockoutPolicy()
+    /// When the gesture is trusted and when the passcode is required instead.
+    public var quickFactor = QuickFactorPolicy()
     /// How long an attempt waits for another attempt on the same user to finish, in seconds.
     public var lockWaitSeconds: Int64 = 30
     /// argon2id cost for new hashes.
@@ -137,13 +137,6 @@ public enum OptionParser {
         case "conf":
             guard source == .argument else { return "'conf' is ignored inside the configuration file" }
             options.configFile = try path()
-        case "prompt":
-            let raw = try text()
-            guard !raw.isEmpty, raw.utf8.count <= 200,
-                  raw.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7f }) else {
-                throw OptionError(key: name, reason: "must be 1 to 200 printable characters")
-            }
-            options.prompt = String(raw)
         case "nullok": options.nullOK = try flag()
         case "debug": options.debug = try flag()
         case "silent": options.silent = try flag()
@@ -167,6 +160,9 @@ public enum OptionParser {
                 throw OptionError(key: name, reason: "must list 1 to 32 durations")
             }
             options.lockout.delays = delays
+        case "gesture_tries": options.quickFactor.gestureTries = UInt32(try integer(0...1_000_000))
+        case "passcode_interval": options.quickFactor.passcodeInterval = try duration()
+        case "gesture_after_reboot": options.quickFactor.passcodeAfterReboot = !(try flag())
         case "lock_wait": options.lockWaitSeconds = try integer(1...600)
         case "gesture_raster": options.gestureRasterPercent = try percent(0.5...25)
         case "gesture_tolerance": options.gestureTolerancePercent = try percent(0.5...100)

@@ -80,23 +80,35 @@ extension ModuleContext {
             return .failure(error)
         }
 
+        let acceptance = subject.acceptance
         switch subject {
         case .notEnrolled(let reason):
             if options.nullOK {
                 if options.debug { log(LOG_DEBUG, "user \(userForLog): \(reason); ignored (nullok)") }
                 return .ignore
             }
-        case .enrolled(_, _, let status):
+        case .enrolled(_, _, let status, _):
             if status != .open {
                 log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))")
                 complain(lockMessage(status), silent: silent)
                 return .denied
             }
+            switch acceptance {
+            case .refused:
+                log(LOG_NOTICE, "user \(userForLog): attempt refused, gesture-only user locked by an administrator")
+                complain(lockMessage(.lockedUntilReset), silent: silent)
+                return .denied
+            case .passcodeOnly(_, let reason?):
+                if options.debug { log(LOG_DEBUG, "user \(userForLog): passcode required: \(reason.text)") }
+                inform("Puff: passcode required: \(reason.text).", silent: silent)
+            case .passcodeOnly(_, nil), .passcodeOrGesture, .gestureOnly:
+                break
+            }
         }
 
-        // The same prompt and the same single round for every user, enrolled or not.
+        // One prompt from the contract and one round, for every user, enrolled or not.
         let secret: SecureBytes
-        switch obtainSecret(options) {
+        switch obtainSecret(options, prompt: acceptance.prompt) {
         case .secret(let bytes):
             secret = bytes
         case .empty:
@@ -143,10 +155,14 @@ extension ModuleContext {
             log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))")
             complain(lockMessage(status), silent: silent)
             return .denied
+        case .passcodeRequired(let reason):
+            log(LOG_NOTICE, "user \(userForLog): gesture refused unread, passcode required: \(reason.text)")
+            complain("Puff: passcode required: \(reason.text).", silent: silent)
+            return .denied
         }
     }
 
-    private func obtainSecret(_ options: PuffOptions) -> Reply {
+    private func obtainSecret(_ options: PuffOptions, prompt: String) -> Reply {
         if options.useFirstPass || options.tryFirstPass {
             do {
                 if let token = try storedToken(), token.count > 0 { return .secret(token) }
@@ -155,7 +171,7 @@ extension ModuleContext {
             }
             if options.useFirstPass { return .empty }
         }
-        return promptSecret(options.prompt)
+        return promptSecret(prompt)
     }
 
     private func describe(_ status: LockStatus) -> String {

@@ -111,6 +111,12 @@ struct ModuleContext {
         }
     }
 
+    /// Shows an information line unless silent.
+    func inform(_ text: String, silent: Bool) {
+        guard !silent, UInt32(bitPattern: flags) & PAM_SILENT == 0 else { return }
+        _ = converse(style: PAM_TEXT_INFO, text: text) { _ in }
+    }
+
     /// Shows an error line unless silent.
     func complain(_ text: String, silent: Bool) {
         guard !silent, UInt32(bitPattern: flags) & PAM_SILENT == 0 else { return }

@@ -23,8 +23,17 @@ public struct Authenticator {
     public enum Subject: Sendable {
         /// No usable account or no record: the attempt runs against a dummy hash and fails.
         case notEnrolled(reason: String)
-        /// An enrolled user and whether the lockout allows an attempt now.
-        case enrolled(Account, UserRecord, LockStatus)
+        /// An enrolled user, whether the lockout allows an attempt now, and which factor
+        /// is accepted now.
+        case enrolled(Account, UserRecord, LockStatus, Acceptance)
+
+        /// Which factor the prompt offers (users without a record see the common prompt).
+        public var acceptance: Acceptance {
+            switch self {
+            case .notEnrolled: .unenrolled
+            case .enrolled(_, _, _, let acceptance): acceptance
+            }
+        }
     }
 
     /// Resolves `userName` (raw, as the application gave it) to a subject.
@@ -35,7 +44,9 @@ public struct Authenticator {
             return .notEnrolled(reason: "no Puff record")
         }
         let tally = try counters.read(account.name)
-        return .enrolled(account, record, options.lockout.status(of: tally, now: now(), isRoot: account.uid == 0))
+        let time = now()
+        return .enrolled(account, record, options.lockout.status(of: tally, now: time, isRoot: account.uid == 0),
+                         options.quickFactor.acceptance(of: record, tally, bootID: bootID(), now: time))
     }
 
     /// What an attempt came to.
@@ -47,6 +58,9 @@ public struct Authenticator {
         case failure(failures: UInt32, lock: LockStatus, detail: String = "")
         /// Refused without verifying, because the user is locked.
         case locked(LockStatus)
+        /// A gesture was refused without verifying, because only the passcode is accepted
+        /// now; not counted.
+        case passcodeRequired(PasscodeReason)
         /// Not enrolled; the dummy verification ran.
         case notEnrolled
     }
@@ -60,7 +74,7 @@ public struct Authenticator {
         case .notEnrolled:
             try runDummyVerification(passcode)
             return .notEnrolled
-        case .enrolled(let account, _, _):
+        case .enrolled(let account, _, _, _):
             guard let hostKey = try records.loadHostKey() else {
                 throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
             }
@@ -74,14 +88,19 @@ public struct Authenticator {
                     try runDummyVerification(passcode)
                     return .notEnrolled
                 }
+                let boot = bootID()
+                let acceptance = options.quickFactor.acceptance(of: record, tally, bootID: boot, now: started)
                 let isGesture = passcode.hasPrefix(GestureWire.prefix)
+                if case .refused = acceptance { return .locked(.lockedUntilReset) }
+                if isGesture, case .passcodeOnly(_, let reason?) = acceptance { return .passcodeRequired(reason) }
                 // Open the template before counting: a store problem must not cost an attempt.
                 var template: GestureTemplate?
                 if isGesture, let gesture = record.gesture {
                     template = try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: hostKey,
                                                        path: records.recordPath(account.name))
                 }
-                let counted = options.lockout.recordingFailure(in: tally, now: started)
+                var counted = options.lockout.recordingFailure(in: tally, now: started)
+                if isGesture, counted.gestureFailures < UInt32.max { counted.gestureFailures += 1 }
                 try save(counted)
                 func failed(_ detail: String) -> Outcome {
                     .failure(failures: counted.failures,
@@ -91,14 +110,14 @@ public struct Authenticator {
                 if isGesture {
                     guard let template else { return failed("a gesture was sent but none is enrolled") }
                     if let problem = Self.gestureProblem(passcode, template) { return failed(problem) }
-                    tally = Tally()
+                    tally = counted.clearingFailures()
                     try save(tally)
                     return .success(rehashed: false)
                 }
                 guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
                 let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
                 guard try hasher.verify(prehash, against: stored.hash) else { return failed("") }
-                tally = Tally()
+                tally = Self.passcodeUsed(counted.clearingFailures(), at: started, boot: boot)
                 try save(tally)
                 guard hasher.needsRehash(stored.hash) else { return .success(rehashed: false) }
                 var upgraded = record
@@ -107,6 +126,20 @@ public struct Authenticator {
                 return .success(rehashed: true)
             }
         }
+    }
+
+    /// `tally` after a passcode success (or enrollment) at `time`: the gesture is trusted again.
+    static func passcodeUsed(_ tally: Tally, at time: Int64, boot: String?) -> Tally {
+        var next = tally
+        next.passcodeAt = time
+        next.passcodeBoot = boot ?? ""
+        next.adminLock = false
+        return next
+    }
+
+    /// The current boot id; `nil` (a restart is assumed) when it cannot be read.
+    func bootID() -> String? {
+        BootID.current()
     }
 
     /// Why a serialized gesture does not verify against `template`, or `nil` when it does.
@@ -145,10 +178,13 @@ public struct Authenticator {
         let hostKey = try records.loadOrCreateHostKey()
         let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
         let hash = try hasher.hash(prehash)
-        try counters.update(account.name) { _, _ throws(StoreError) in
+        try counters.update(account.name) { tally, save throws(StoreError) in
             var record = try records.load(account) ?? UserRecord(user: account.name, uid: account.uid, passcode: nil)
             record.passcode = StoredPasscode(type: type, hash: hash)
             try records.save(record)
+            // Whoever just set the passcode knows it: it counts as a passcode success.
+            tally = Self.passcodeUsed(tally, at: now(), boot: bootID())
+            try save(tally)
         }
     }
 
@@ -176,6 +212,15 @@ public struct Authenticator {
                                                path: records.recordPath(account.name))
         let picture = try records.loadPicture(account.name)
         return (template, picture.flatMap { SHA256.hex($0) == gesture.pictureSHA256 ? $0 : nil })
+    }
+
+    /// Makes the passcode mandatory for `name` until its next passcode success (the
+    /// administrator's "remote lock").
+    public func requirePasscode(of name: UserName) throws(StoreError) {
+        try counters.update(name) { tally, save throws(StoreError) in
+            tally.adminLock = true
+            try save(tally)
+        }
     }
 
     /// Removes `account`'s record and clears its counter; `false` when there was no record.

@@ -73,10 +73,12 @@ public struct LockoutStore: Sendable {
         return try body(&tally, save)
     }
 
-    /// Clears the user's counter (the admin reset).
+    /// The admin reset: clears the failures, the lock and an administrator's passcode
+    /// requirement; the time and boot of the latest passcode success are kept.
     public func reset(_ name: UserName) throws(StoreError) {
         try update(name) { tally, save throws(StoreError) in
-            tally = Tally()
+            tally = tally.clearingFailures()
+            tally.adminLock = false
             try save(tally)
         }
     }

@@ -29,6 +29,7 @@ struct Status: ParsableCommand {
                 names = try records.enrolledNames()
             }
             let now = Clock.wallSeconds()
+            let bootID = BootID.current()
             var rows: [String] = []
             var anyRecord = false
             for name in names {
@@ -37,14 +38,16 @@ struct Status: ParsableCommand {
                 anyRecord = anyRecord || record != nil
                 let tally = try counters.read(name)
                 let status = options.lockout.status(of: tally, now: now, isRoot: account?.uid == 0)
-                rows.append(json ? jsonRow(name, account, record, tally, status) : textRow(name, account, record, tally, status))
+                let acceptance = record.map { options.quickFactor.acceptance(of: $0, tally, bootID: bootID, now: now) }
+                rows.append(json ? jsonRow(name, account, record, tally, status, acceptance)
+                                 : textRow(name, account, record, tally, status, acceptance))
             }
             if json {
                 Terminal.say("[" + rows.joined(separator: ",\n ") + "]")
             } else if rows.isEmpty {
                 Terminal.say("No user is enrolled.")
             } else {
-                Terminal.say("USER             UID  PASSCODE      GESTURE     FAILURES  LOCK")
+                Terminal.say("USER             UID  PASSCODE      GESTURE     FAILURES  LOCK                 ACCEPTS")
                 for row in rows { Terminal.say(row) }
             }
             if let name = names.first, user != nil, !anyRecord {
@@ -61,15 +64,29 @@ struct Status: ParsableCommand {
         }
     }
 
-    private func textRow(_ name: UserName, _ account: Account?, _ record: UserRecord?, _ tally: Tally, _ status: LockStatus) -> String {
+    /// What the next login accepts, in words.
+    private func acceptsText(_ acceptance: Acceptance?) -> String {
+        switch acceptance {
+        case .none: "-"
+        case .passcodeOrGesture: "passcode or gesture"
+        case .passcodeOnly(_, nil): "passcode"
+        case .passcodeOnly(_, let reason?): "passcode only: \(reason.text)"
+        case .gestureOnly: "gesture"
+        case .refused: "nothing until reset (locked by an administrator)"
+        }
+    }
+
+    private func textRow(_ name: UserName, _ account: Account?, _ record: UserRecord?, _ tally: Tally, _ status: LockStatus,
+                         _ acceptance: Acceptance?) -> String {
         func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(1, width - text.count)) }
         return pad(name.value, 17) + pad(account.map { String($0.uid) } ?? "?", 5)
             + pad(record?.passcode?.type.rawValue ?? "-", 14)
             + pad(record?.gesture.map { "\($0.pictureWidth)x\($0.pictureHeight)" } ?? "-", 12)
-            + pad(String(tally.failures), 10) + lockText(status, tally)
+            + pad(String(tally.failures), 10) + pad(lockText(status, tally), 21) + acceptsText(acceptance)
     }
 
-    private func jsonRow(_ name: UserName, _ account: Account?, _ record: UserRecord?, _ tally: Tally, _ status: LockStatus) -> String {
+    private func jsonRow(_ name: UserName, _ account: Account?, _ record: UserRecord?, _ tally: Tally, _ status: LockStatus,
+                         _ acceptance: Acceptance?) -> String {
         var fields = ["\"user\": \"\(name.value)\""]
         fields.append("\"uid\": " + (account.map { String($0.uid) } ?? "null"))
         fields.append("\"passcode\": " + (record?.passcode.map { "\"\($0.type.rawValue)\"" } ?? "null"))
@@ -83,13 +100,18 @@ struct Status: ParsableCommand {
         case .locked: fields.append("\"locked\": true, \"locked_until\": \(tally.lockedUntil)")
         case .lockedUntilReset: fields.append("\"locked\": true, \"locked_until\": \"reset\"")
         }
+        fields.append("\"gesture_failures\": \(tally.gestureFailures)")
+        fields.append("\"last_passcode\": " + (tally.passcodeAt == 0 ? "null" : String(tally.passcodeAt)))
+        fields.append("\"admin_lock\": \(tally.adminLock)")
+        fields.append("\"accepts\": \"\(acceptsText(acceptance))\"")
         return "{" + fields.joined(separator: ", ") + "}"
     }
 }
 
 /// `puff-enroll reset`: the administrator's lockout reset.
 struct Reset: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Clear a user's failures and lock (root only; logged).")
+    static let configuration = CommandConfiguration(
+        abstract: "Clear a user's failures, lock and administrator's passcode requirement (root only; logged).")
 
     @OptionGroup var store: StoreOptions
 
@@ -106,6 +128,33 @@ struct Reset: ParsableCommand {
             try counters.reset(name)
             Command.audit("lockout of user \(name) reset by uid \(getuidValue()) (\(before.failures) failures cleared)")
             Terminal.say("Lockout of \(name) reset (\(before.failures) failures cleared).")
+        }
+    }
+}
+
+/// `puff-enroll lock`: the administrator's "remote lock": the passcode is required at the
+/// user's next login, whatever the gesture.
+struct Lock: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Require the passcode at a user's next login (root only; logged).",
+        discussion: """
+        The gesture is refused until the user logs in with the passcode. A user who has only a \
+        gesture enrolled cannot log in with Puff until an administrator runs 'puff-enroll reset'.
+        """)
+
+    @OptionGroup var store: StoreOptions
+
+    @Option(help: "The user who must use the passcode next.")
+    var user: String
+
+    func run() throws {
+        try Command.run {
+            try Command.requireRoot()
+            let options = try store.load()
+            let name = try Command.userName(user)
+            try Authenticator(options: options).requirePasscode(of: name)
+            Command.audit("passcode required for user \(name) by uid \(getuidValue()) (puff-enroll lock)")
+            Terminal.say("\(name) must use the passcode at the next login.")
         }
     }
 }

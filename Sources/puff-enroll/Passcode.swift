@@ -59,7 +59,7 @@ struct Passcode: ParsableCommand {
         switch try authenticator.attempt(current, for: subject) {
         case .success: return
         case .locked: throw Failure(ExitCodes.refused, "locked after too many failed attempts; ask an administrator")
-        case .failure, .notEnrolled: throw Failure(ExitCodes.refused, "the current passcode is wrong")
+        case .failure, .notEnrolled, .passcodeRequired: throw Failure(ExitCodes.refused, "the current passcode is wrong")
         }
     }
 

@@ -14,7 +14,7 @@ struct PuffEnroll: ParsableCommand {
         rules, confirmation mismatch, wrong current passcode, locked); 4 unknown user or \
         nothing enrolled; 64 usage error; 77 must be run as root.
         """,
-        subcommands: [Passcode.self, GestureCommand.self, ShowGesture.self, Status.self, Reset.self, Remove.self]
+        subcommands: [Passcode.self, GestureCommand.self, ShowGesture.self, Status.self, Lock.self, Reset.self, Remove.self]
     )
 }
 

@@ -30,7 +30,10 @@ struct OptionParserTests {
         #expect(options.recordDirectory == "/etc/puff")
         #expect(options.stateDirectory == "/var/lib/puff")
         #expect(options.configFile == "/etc/puff/puff.conf")
-        #expect(options.prompt == "Passcode: ")
+        #expect(options.quickFactor == QuickFactorPolicy())
+        #expect(options.quickFactor.gestureTries == 5)
+        #expect(options.quickFactor.passcodeInterval == 172_800)
+        #expect(options.quickFactor.passcodeAfterReboot)
         #expect(!options.nullOK && !options.debug && !options.silent && !options.noDelay)
         #expect(!options.tryFirstPass && !options.useFirstPass)
         #expect(options.lockout == LockoutPolicy())
@@ -48,7 +51,9 @@ struct OptionParserTests {
         expected.recordDirectory = "/srv/puff"
         expected.stateDirectory = "/run/puff-state"
         expected.configFile = "/opt/puff/other.conf"
-        expected.prompt = "PIN for sudo: "
+        expected.quickFactor.gestureTries = 3
+        expected.quickFactor.passcodeInterval = 7 * 86400
+        expected.quickFactor.passcodeAfterReboot = false
         expected.nullOK = true
         expected.debug = true
         expected.silent = true
@@ -62,7 +67,8 @@ struct OptionParserTests {
         expected.lockWaitSeconds = 600
         expected.kdf = Argon2Parameters(memoryKiB: 1 << 20, iterations: 16)
         let options = try parse([
-            "dir=/srv/puff", "state_dir=/run/puff-state", "conf=/opt/puff/other.conf", "prompt=PIN for sudo: ",
+            "dir=/srv/puff", "state_dir=/run/puff-state", "conf=/opt/puff/other.conf",
+            "gesture_tries=3", "passcode_interval=7d", "gesture_after_reboot",
             "nullok", "debug", "silent", "nodelay", "try_first_pass", "use_first_pass", "even_deny_root",
             "deny=3", "fail_interval=15m", "unlock_time=2m", "lock_wait=600", "kdf_ops=16", "kdf_mem_kib=1048576",
         ])
@@ -78,6 +84,7 @@ struct OptionParserTests {
 
     @Test("flags take no value", arguments: [
         "nullok", "debug", "silent", "nodelay", "try_first_pass", "use_first_pass", "even_deny_root",
+        "gesture_after_reboot",
     ])
     func flagWithValue(flag: String) throws {
         #expect(failure(flag + "=1") == OptionError(key: flag, reason: "takes no value"))
@@ -86,7 +93,7 @@ struct OptionParserTests {
     }
 
     @Test("value keys need a value", arguments: [
-        "dir", "state_dir", "conf", "prompt", "deny", "fail_interval", "unlock_time", "delays",
+        "dir", "state_dir", "conf", "gesture_tries", "passcode_interval", "deny", "fail_interval", "unlock_time", "delays",
         "lock_wait", "kdf_ops", "kdf_mem_kib",
     ])
     func valueKeyWithoutValue(key: String) {
@@ -165,15 +172,21 @@ struct OptionParserTests {
         #expect(failure("\(key)=/" + String(repeating: "a", count: 4094)) == nil)
     }
 
-    @Test("prompt values")
-    func prompts() throws {
-        #expect(try parse(["prompt=PIN: "]).prompt == "PIN: ")
-        #expect(try parse(["prompt=a=b"]).prompt == "a=b")
-        #expect(try parse(["prompt=" + String(repeating: "p", count: 200)]).prompt.utf8.count == 200)
-        for bad in ["prompt=", "prompt=" + String(repeating: "p", count: 201), "prompt=a\nb", "prompt=a\tb",
-                    "prompt=\u{1b}[2J", "prompt=x\u{7f}"] {
-            #expect(failure(bad) == OptionError(key: "prompt", reason: "must be 1 to 200 printable characters"))
-        }
+    @Test("quick-factor values")
+    func quickFactor() throws {
+        #expect(try parse(["gesture_tries=0"]).quickFactor.gestureTries == 0)
+        #expect(try parse(["passcode_interval=0"]).quickFactor.passcodeInterval == 0)
+        #expect(try parse(["passcode_interval=12h"]).quickFactor.passcodeInterval == 43_200)
+        #expect(failure("gesture_tries=-1") == OptionError(key: "gesture_tries", reason: "must be an integer in 0...1000000"))
+        #expect(failure("passcode_interval=2w")?.key == "passcode_interval")
+        #expect(failure("passcode_interval=366d")?.key == "passcode_interval")
+    }
+
+    @Test("the old prompt option is unknown now (the prompt follows the contract)")
+    func promptIsGone() throws {
+        var options = PuffOptions()
+        #expect(try OptionParser.apply("prompt=PIN: ", to: &options, from: .argument) == "unknown option 'prompt' ignored")
+        #expect(options == PuffOptions())
     }
 
     @Test("an unknown key returns a warning and changes nothing", arguments: [
@@ -208,10 +221,10 @@ struct OptionParserTests {
 
     @Test("the later token wins")
     func laterWins() throws {
-        let options = try parse(["deny=3", "dir=/a", "deny=7", "prompt=one", "dir=/b", "prompt=two", "kdf_ops=2", "kdf_ops=4"])
+        let options = try parse(["deny=3", "dir=/a", "deny=7", "gesture_tries=1", "dir=/b", "gesture_tries=2", "kdf_ops=2", "kdf_ops=4"])
         #expect(options.lockout.deny == 7)
         #expect(options.recordDirectory == "/b")
-        #expect(options.prompt == "two")
+        #expect(options.quickFactor.gestureTries == 2)
         #expect(options.kdf.iterations == 4)
         #expect(options.kdf.memoryKiB == 65536)
     }

@@ -19,9 +19,48 @@ struct TallyFormatTests {
     }
 
     @Test("the exact encoding")
-    func exactEncoding() {
+    func exactEncoding() throws {
         let text = String(decoding: Tally(failures: 3, lastFailure: 100, lockedUntil: 160).encoded(), as: UTF8.self)
-        #expect(text == "puff-tally 1\nfailures 3\nlast-failure 100\nlocked-until 160\n")
+        #expect(text == "puff-tally 2\nfailures 3\nlast-failure 100\nlocked-until 160\n"
+            + "gesture-failures 0\npasscode-at 0\npasscode-boot -\nadmin-lock 0\n")
+        var full = Tally(failures: 1)
+        full.gestureFailures = 2
+        full.passcodeAt = 1_700_000_000
+        full.passcodeBoot = "0123456789abcdef0123456789abcdef"
+        full.adminLock = true
+        #expect(String(decoding: full.encoded(), as: UTF8.self) == "puff-tally 2\nfailures 1\nlast-failure 0\n"
+            + "locked-until 0\ngesture-failures 2\npasscode-at 1700000000\n"
+            + "passcode-boot 0123456789abcdef0123456789abcdef\nadmin-lock 1\n")
+        #expect(try Tally.decode(full.encoded()) == full)
+    }
+
+    @Test("a version 1 file (counters only) reads as a tally whose passcode was never used")
+    func version1() throws {
+        let tally = try Tally.decode(bytes("puff-tally 1\nfailures 3\nlast-failure 100\nlocked-until 160\n"))
+        #expect(tally == Tally(failures: 3, lastFailure: 100, lockedUntil: 160))
+        #expect(tally.passcodeAt == 0 && tally.passcodeBoot.isEmpty && !tally.adminLock)
+        // A version 1 header with version 2 keys is refused, and the other way round.
+        #expect(throws: RecordFormatError.unknownKey) {
+            try Tally.decode(bytes("puff-tally 1\nfailures 3\nlast-failure 100\nlocked-until 160\nadmin-lock 0\n"))
+        }
+        #expect(throws: RecordFormatError.missingKey) {
+            try Tally.decode(bytes("puff-tally 2\nfailures 3\nlast-failure 100\nlocked-until 160\n"))
+        }
+    }
+
+    @Test("version 2 values are checked", arguments: [
+        "gesture-failures -1\npasscode-at 0\npasscode-boot -\nadmin-lock 0\n",
+        "gesture-failures 0\npasscode-at -1\npasscode-boot -\nadmin-lock 0\n",
+        "gesture-failures 0\npasscode-at 0\npasscode-boot 0123\nadmin-lock 0\n",
+        "gesture-failures 0\npasscode-at 0\npasscode-boot 0123456789ABCDEF0123456789ABCDEF\nadmin-lock 0\n",
+        "gesture-failures 0\npasscode-at 0\npasscode-boot \nadmin-lock 0\n",
+        "gesture-failures 0\npasscode-at 0\npasscode-boot -\nadmin-lock 2\n",
+        "gesture-failures 0\npasscode-at 0\npasscode-boot -\nadmin-lock 01\n",
+    ])
+    func version2Values(tail: String) {
+        #expect(throws: RecordFormatError.badValue) {
+            try Tally.decode(bytes("puff-tally 2\nfailures 0\nlast-failure 0\nlocked-until 0\n" + tail))
+        }
     }
 
     @Test("an ArraySlice decodes too")
@@ -31,7 +70,7 @@ struct TallyFormatTests {
     }
 
     @Test("rejections", arguments: [
-        ("puff-tally 2\nfailures 1\nlast-failure 0\nlocked-until 0\n", RecordFormatError.badHeader),
+        ("puff-tally 3\nfailures 1\nlast-failure 0\nlocked-until 0\n", RecordFormatError.badHeader),
         ("failures 1\nlast-failure 0\nlocked-until 0\n", .badHeader),
         ("puff-tally 1 \nfailures 1\nlast-failure 0\nlocked-until 0\n", .badHeader),
         ("\n", .badHeader),

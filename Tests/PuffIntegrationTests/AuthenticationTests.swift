@@ -15,7 +15,7 @@ struct AuthenticationTests {
         #expect(try fixture.enroll(user, "604917").status == 0)
         let result = try fixture.authenticate(user, replies: ["604917"])
         #expect(result.status == PAMCode.success)
-        #expect(result.lines == ["PROMPT echo-off Passcode: ", "RESULT 0 Success"])
+        #expect(result.lines == ["PROMPT echo-off Puff passcode [6 digits]: ", "RESULT 0 Success"])
         #expect(try fixture.failures(user) == 0)
     }
 
@@ -158,15 +158,15 @@ struct AuthenticationTests {
         try fixture.service("try_first_pass")
         let prompted = try fixture.authenticate(user, replies: ["604917"])
         #expect(prompted.status == PAMCode.success)
-        #expect(prompted.output.contains("PROMPT echo-off Passcode: "))
+        #expect(prompted.output.contains("PROMPT echo-off Puff passcode [6 digits]: "))
         #expect(try fixture.failures(user) == 0)
     }
 
-    @Test func configurablePromptAndSilent() throws {
-        let fixture = try Fixture(moduleArguments: "[prompt=PIN please: ] silent")
-        try fixture.enroll(user, "604917")
+    @Test func silentShowsOnlyThePrompt() throws {
+        let fixture = try Fixture(moduleArguments: "silent")
+        try fixture.enroll(user, "604917", type: "alphanumeric")
         let result = try fixture.authenticate(user, replies: ["111333"])
-        #expect(result.lines == ["PROMPT echo-off PIN please: ", "RESULT 7 Authentication failure"])
+        #expect(result.lines == ["PROMPT echo-off Puff passcode [text]: ", "RESULT 7 Authentication failure"])
     }
 
     @Test func storeProblemsFailClosedEvenWithNullok() throws {
