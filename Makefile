@@ -19,7 +19,7 @@ MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disa
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps module cli test demo bench race fuzz killsweep faults install uninstall clean
+.PHONY: all build deps module cli helper test demo bench race fuzz killsweep faults install uninstall clean
 
 all: build
 
@@ -41,13 +41,21 @@ cli: deps
 	mkdir -p build
 	install -m 0755 .build/release/puff-enroll build/puff-enroll
 
-build: module cli
+# The setuid helper: release, Swift runtime linked in (a setuid binary must not load
+# libraries from a toolchain path), in its own scratch directory.
+helper: deps
+	$(SWIFT) build -c release --product puff-check --static-swift-stdlib --scratch-path .build-helper
+	mkdir -p build
+	install -m 0755 .build-helper/release/puff-check build/puff-check
+
+build: module cli helper
 
 # The whole suite: pure logic, platform (temp dirs), and integration through real libpam
 # against build/pam_puff.so and the debug puff-enroll/harness binaries.
-test: module
+test: module helper
 	$(SWIFT) build --build-tests
-	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
+	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_HELPER=$(CURDIR)/build/puff-check \
+		PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
 		$(SWIFT) test --skip-build --disable-xctest
 
 demo: build
@@ -91,10 +99,14 @@ install: build
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(BINDIR)
 	install -m 0644 build/pam_puff.so $(DESTDIR)$(PAMDIR)/pam_puff.so
 	install -m 0755 build/puff-enroll $(DESTDIR)$(BINDIR)/puff-enroll
-	install -d -m 0700 $(DESTDIR)/etc/puff $(DESTDIR)/var/lib/puff
+	install -m 4755 -o root -g root build/puff-check $(DESTDIR)$(BINDIR)/puff-check
+	install -m 0644 pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-enroll
+	install -d -m 0755 $(DESTDIR)/etc/puff
+	install -d -m 0700 $(DESTDIR)/var/lib/puff
 
 uninstall:
-	rm -f $(DESTDIR)$(PAMDIR)/pam_puff.so $(DESTDIR)$(BINDIR)/puff-enroll
+	rm -f $(DESTDIR)$(PAMDIR)/pam_puff.so $(DESTDIR)$(BINDIR)/puff-enroll $(DESTDIR)$(BINDIR)/puff-check \
+		$(DESTDIR)/etc/pam.d/puff-enroll
 
 clean:
-	rm -rf build .build .build-module .build-fuzz
+	rm -rf build .build .build-module .build-fuzz .build-helper

@@ -5,6 +5,7 @@
 //   PuffPlatform  syscalls, trusted files, locks, libsodium; the stores and the authentication flow
 //   PuffPAM       the PAM boundary: C entry points, the conversation, one mapping to PAM codes
 //   puff-enroll   the command-line tool
+//   puff-check    the setuid helper through which unprivileged callers reach the store
 // The module is linked with the Swift runtime statically by the Makefile (see `make module`);
 // those flags break `swift test` linking, so they stay out of this file.
 import PackageDescription
@@ -14,6 +15,7 @@ let package = Package(
     products: [
         .library(name: "PuffPAM", type: .dynamic, targets: ["PuffPAM"]),
         .executable(name: "puff-enroll", targets: ["puff-enroll"]),
+        .executable(name: "puff-check", targets: ["puff-check"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -33,6 +35,9 @@ let package = Package(
             "PuffCore", "PuffPlatform", "CStb",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // The setuid-root helper for unprivileged callers (like pam_unix's unix_chkpwd): no
+        // Foundation, no argument parser, nothing but the platform layer.
+        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform"]),
         // `make bench`: gesture verification time against input size.
         .executableTarget(name: "gesture-bench", dependencies: ["PuffCore"]),
         // A small PAM application in C, used by the integration tests and the benchmark:

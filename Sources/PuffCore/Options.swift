@@ -9,6 +9,8 @@ public struct PuffOptions: Equatable, Sendable {
     public var stateDirectory = "/var/lib/puff"
     /// The configuration file read before the module arguments.
     public var configFile = "/etc/puff/puff.conf"
+    /// The setuid helper the module runs when it is not root (`make install` puts it there).
+    public var helperPath = "/usr/local/sbin/puff-check"
     /// Return PAM_IGNORE (without prompting) for a user who has no Puff record.
     public var nullOK = false
     /// Log detail about each decision (never a secret).
@@ -137,6 +139,7 @@ public enum OptionParser {
         case "conf":
             guard source == .argument else { return "'conf' is ignored inside the configuration file" }
             options.configFile = try path()
+        case "helper": options.helperPath = try path()
         case "nullok": options.nullOK = try flag()
         case "debug": options.debug = try flag()
         case "silent": options.silent = try flag()

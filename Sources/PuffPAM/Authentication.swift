@@ -53,9 +53,12 @@ extension ModuleContext {
             log(LOG_ERR, "module arguments are not valid UTF-8 or exceed the limits")
             return .badArguments
         }
+        // Not root (a screen locker checking its own user): the setuid helper does the store
+        // work, under puff.conf's settings.
+        let unprivileged = geteuid() != 0
         let options: PuffOptions
         do {
-            let loaded = try Configuration.load(arguments: arguments)
+            let loaded = try Configuration.load(arguments: arguments, readingFile: !unprivileged)
             options = loaded.options
             for warning in loaded.warnings { log(LOG_WARNING, warning) }
         } catch {
@@ -71,23 +74,32 @@ extension ModuleContext {
             return .userNameUnavailable(userStatus)
         }
         let userForLog = LogText.escape(rawName ?? "(invalid)")
-        let authenticator = Authenticator(options: options)
-        let subject: Authenticator.Subject
+        if unprivileged {
+            // The helper checks the real uid's account only; asking for anyone else is refused
+            // here, before any prompt.
+            let own = (try? Account.lookup(uid: getuid()))??.name.value
+            guard let rawName, rawName == own else {
+                log(LOG_NOTICE, "user \(userForLog): refused, an unprivileged caller (uid \(getuid())) can only authenticate itself")
+                return .denied
+            }
+        }
+        let backend: Backend
+        let preflight: Backend.Preflight
         do {
-            subject = try authenticator.subject(for: rawName ?? "")
+            (backend, preflight) = try Backend.prepare(options, userName: rawName ?? "", unprivileged: unprivileged)
         } catch {
             log(LOG_ERR, "user \(userForLog): \(error); failing closed")
             return .failure(error)
         }
 
-        let acceptance = subject.acceptance
-        switch subject {
-        case .notEnrolled(let reason):
+        let acceptance = preflight.acceptance
+        if let reason = preflight.notEnrolledReason {
             if options.nullOK {
                 if options.debug { log(LOG_DEBUG, "user \(userForLog): \(reason); ignored (nullok)") }
                 return .ignore
             }
-        case .enrolled(_, _, let status, _):
+        } else {
+            let status = preflight.lock
             if status != .open {
                 log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))")
                 complain(lockMessage(status), silent: silent)
@@ -126,7 +138,7 @@ extension ModuleContext {
         let noun = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
         let outcome: Authenticator.Outcome
         do {
-            outcome = try authenticator.attempt(secret, for: subject)
+            outcome = try backend.attempt(secret)
         } catch {
             log(LOG_ERR, "user \(userForLog): \(error); failing closed")
             return .failure(error)
@@ -136,7 +148,7 @@ extension ModuleContext {
             log(LOG_INFO, "user \(userForLog): \(noun) accepted\(rehashed ? "; hash upgraded to the current cost" : "")")
             return .success
         case .notEnrolled:
-            if case .notEnrolled(let reason) = subject, options.debug {
+            if let reason = preflight.notEnrolledReason, options.debug {
                 log(LOG_DEBUG, "user \(userForLog): \(reason)")
             }
             log(LOG_NOTICE, "user \(userForLog): authentication failure")

@@ -40,4 +40,26 @@ public struct Account: Equatable, Sendable {
             return Account(name: valid, uid: found.pw_uid)
         }
     }
+
+    /// Looks `uid` up with `getpwuid_r`; `nil` when the database has no such uid.
+    public static func lookup(uid: UInt32) throws(StoreError) -> Account? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var size = 16 * 1024
+        while true {
+            var buffer = [CChar](repeating: 0, count: size)
+            let status = getpwuid_r(uid, &entry, &buffer, size, &result)
+            if status == ERANGE && size < 1 << 20 {
+                size *= 4
+                continue
+            }
+            guard status == 0 else { throw .system("getpwuid_r", path: "passwd", Errno(status)) }
+            guard let found = result?.pointee else { return nil }
+            guard found.pw_uid == uid, let rawName = found.pw_name, let canonical = String(validatingCString: rawName),
+                  let valid = UserName(canonical) else {
+                throw .configuration("the account database returned an unusable name")
+            }
+            return Account(name: valid, uid: uid)
+        }
+    }
 }

@@ -4,7 +4,11 @@ import PuffCore
 public enum Configuration {
     /// The options and the warnings to log (unknown keys). A missing configuration file is
     /// not an error; an unsafe or unreadable one, or a bad value anywhere, is.
-    public static func load(arguments: [String]) throws(StoreError) -> (options: PuffOptions, warnings: [String]) {
+    ///
+    /// Without `readingFile` only the defaults and the arguments apply: a module running
+    /// unprivileged cannot read the root-only file, and its helper applies the file itself.
+    public static func load(arguments: [String], readingFile: Bool = true) throws(StoreError)
+        -> (options: PuffOptions, warnings: [String]) {
         var options = PuffOptions()
         var warnings: [String] = []
         do {
@@ -15,7 +19,7 @@ public enum Configuration {
         } catch {
             throw .configuration(error.description)
         }
-        if let text = try readFile(options.configFile) {
+        if readingFile, let text = try readFile(options.configFile) {
             for token in OptionParser.tokens(ofConfigFile: text) {
                 do {
                     if let warning = try OptionParser.apply(token, to: &options, from: .configFile) {

@@ -1,0 +1,127 @@
+import Glibc
+import PuffCore
+import PuffPlatform
+
+/// The helper's exit statuses.
+enum HelperExit {
+    static let success: Int32 = 0
+    static let refused: Int32 = 1
+    static let usage: Int32 = 2
+    static let failure: Int32 = 3
+}
+
+/// What the caller asks for (`argv[1]`).
+enum HelperOperation: String {
+    case query
+    case verify
+}
+
+/// syslog under the helper's own name.
+enum HelperLog {
+    static func write(_ priority: Int32, _ message: String) {
+        message.withCString { text in
+            withVaList([text]) { vsyslog(priority, "%s", $0) }
+        }
+    }
+}
+
+/// One run of the helper for the caller's real uid.
+enum Helper {
+    /// Longest secret read from standard input (the module's reply limit).
+    static let maximumSecretLength = 64 * 1024
+
+    static func run(_ operation: HelperOperation) -> Int32 {
+        let uid = getuid()
+        do {
+            try Sodium.initialize()
+            // Only the file and the defaults: an argument could lower the lockout.
+            let options = try Configuration.load(arguments: []).options
+            guard let account = try Account.lookup(uid: uid) else {
+                HelperLog.write(LOG_NOTICE, "uid \(uid) has no account")
+                return HelperExit.failure
+            }
+            let authenticator = Authenticator(options: options)
+            let subject = try authenticator.subject(for: account.name.value)
+            switch operation {
+            case .query:
+                return write(state(of: subject)) ? HelperExit.success : HelperExit.failure
+            case .verify:
+                return try verify(authenticator, subject, account)
+            }
+        } catch {
+            HelperLog.write(LOG_ERR, "uid \(uid): \(error); failing closed")
+            return HelperExit.failure
+        }
+    }
+
+    /// The state before the prompt.
+    static func state(of subject: Authenticator.Subject) -> HelperReport {
+        switch subject {
+        case .notEnrolled:
+            HelperReport(outcome: .notEnrolled, lock: .open, acceptance: subject.acceptance, failures: 0)
+        case .enrolled(_, _, let lock, let acceptance):
+            HelperReport(outcome: .state, lock: lock, acceptance: acceptance, failures: 0)
+        }
+    }
+
+    private static func verify(_ authenticator: Authenticator, _ subject: Authenticator.Subject,
+                               _ account: Account) throws(StoreError) -> Int32 {
+        guard let secret = try readSecret() else {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): empty or oversized input; not counted")
+            return HelperExit.usage
+        }
+        let kind = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
+        let before = state(of: subject)
+        let outcome = try authenticator.attempt(secret, for: subject)
+        var result = before
+        switch outcome {
+        case .success:
+            HelperLog.write(LOG_INFO, "user \(account.name): \(kind) accepted")
+            result.outcome = .success
+            result.lock = .open
+        case .failure(let failures, let lock, let detail):
+            HelperLog.write(LOG_NOTICE, "user \(account.name): authentication failure (\(failures) in a row)"
+                            + (detail.isEmpty ? "" : "; " + detail))
+            result.outcome = .failure
+            result.failures = failures
+            result.lock = lock
+        case .locked(let lock):
+            result.outcome = .locked
+            result.lock = lock
+        case .passcodeRequired:
+            HelperLog.write(LOG_NOTICE, "user \(account.name): gesture refused unread, passcode required")
+            result.outcome = .passcodeRequired
+        case .notEnrolled:
+            result.outcome = .notEnrolled
+        }
+        guard write(result) else { return HelperExit.failure }
+        return result.outcome == .success ? HelperExit.success : HelperExit.refused
+    }
+
+    /// Writes the report to standard output.
+    private static func write(_ report: HelperReport) -> Bool {
+        report.encoded().withUnsafeBytes { buffer -> Bool in
+            var done = 0
+            while done < buffer.count, let base = buffer.baseAddress {
+                let wrote = Glibc.write(1, base + done, buffer.count - done)
+                if wrote < 0 && errno == EINTR { continue }
+                guard wrote > 0 else { return false }
+                done += wrote
+            }
+            return true
+        }
+    }
+
+    /// Standard input into wiped memory: non-empty and at most `maximumSecretLength` bytes.
+    private static func readSecret() throws(StoreError) -> SecureBytes? {
+        var buffer = try SecureBytes(count: maximumSecretLength + 1)
+        let length: Int
+        do {
+            length = try buffer.withMutableBytes { bytes throws(Errno) -> Int in try FileDescriptor.read(0, into: bytes) }
+        } catch {
+            throw .system("read", path: "standard input", error)
+        }
+        guard length > 0, length <= maximumSecretLength else { return nil }
+        return try buffer.prefix(length)
+    }
+}
