@@ -36,8 +36,8 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The setuid-root helper for unprivileged callers (like pam_unix's unix_chkpwd): no
-        // Foundation, no argument parser, nothing but the platform layer.
-        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform"]),
+        // Foundation, no argument parser; libpam only for the system-password proof.
+        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "CPAM"]),
         // `make bench`: gesture verification time against input size.
         .executableTarget(name: "gesture-bench", dependencies: ["PuffCore"]),
         // A small PAM application in C, used by the integration tests and the benchmark:

@@ -128,6 +128,30 @@ public struct Authenticator {
         }
     }
 
+    /// Runs `check` (a proof that is not a Puff secret, such as the system password before a
+    /// first enrollment) as a counted attempt: refused while locked, counted before the check.
+    /// A success only takes its own attempt back: it never clears earlier failures, so no
+    /// other secret can lift a Puff lockout.
+    public func countedAttempt(for account: Account, _ check: () throws(StoreError) -> Bool) throws(StoreError) -> Outcome {
+        let isRoot = account.uid == 0
+        return try counters.update(account.name) { tally, save throws(StoreError) -> Outcome in
+            let started = now()
+            let status = options.lockout.status(of: tally, now: started, isRoot: isRoot)
+            guard status == .open else { return .locked(status) }
+            let before = tally
+            let counted = options.lockout.recordingFailure(in: tally, now: started)
+            try save(counted)
+            guard try check() else {
+                return .failure(failures: counted.failures,
+                                lock: options.lockout.status(of: counted, now: started, isRoot: isRoot),
+                                detail: "wrong system password")
+            }
+            tally = before
+            try save(tally)
+            return .success(rehashed: false)
+        }
+    }
+
     /// `tally` after a passcode success (or enrollment) at `time`: the gesture is trusted again.
     static func passcodeUsed(_ tally: Tally, at time: Int64, boot: String?) -> Tally {
         var next = tally

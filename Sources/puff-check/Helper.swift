@@ -8,12 +8,16 @@ enum HelperExit {
     static let refused: Int32 = 1
     static let usage: Int32 = 2
     static let failure: Int32 = 3
+    /// An enrollment whose new credential breaks the rules (the CLI checks them first).
+    static let rules: Int32 = 4
 }
 
 /// What the caller asks for (`argv[1]`).
 enum HelperOperation: String {
     case query
     case verify
+    case enrollPasscode = "enroll-passcode"
+    case enrollGesture = "enroll-gesture"
 }
 
 /// syslog under the helper's own name.
@@ -44,9 +48,13 @@ enum Helper {
             let subject = try authenticator.subject(for: account.name.value)
             switch operation {
             case .query:
-                return write(state(of: subject)) ? HelperExit.success : HelperExit.failure
+                let failures = try LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
+                    .read(account.name).failures
+                return write(state(of: subject, failures: failures)) ? HelperExit.success : HelperExit.failure
             case .verify:
                 return try verify(authenticator, subject, account)
+            case .enrollPasscode, .enrollGesture:
+                return try Enrollment.run(operation, authenticator, subject, account)
             }
         } catch {
             HelperLog.write(LOG_ERR, "uid \(uid): \(error); failing closed")
@@ -55,12 +63,12 @@ enum Helper {
     }
 
     /// The state before the prompt.
-    static func state(of subject: Authenticator.Subject) -> HelperReport {
+    static func state(of subject: Authenticator.Subject, failures: UInt32 = 0) -> HelperReport {
         switch subject {
         case .notEnrolled:
             HelperReport(outcome: .notEnrolled, lock: .open, acceptance: subject.acceptance, failures: 0)
         case .enrolled(_, _, let lock, let acceptance):
-            HelperReport(outcome: .state, lock: lock, acceptance: acceptance, failures: 0)
+            HelperReport(outcome: .state, lock: lock, acceptance: acceptance, failures: failures)
         }
     }
 
@@ -99,7 +107,7 @@ enum Helper {
     }
 
     /// Writes the report to standard output.
-    private static func write(_ report: HelperReport) -> Bool {
+    static func write(_ report: HelperReport) -> Bool {
         report.encoded().withUnsafeBytes { buffer -> Bool in
             var done = 0
             while done < buffer.count, let base = buffer.baseAddress {

@@ -18,6 +18,7 @@ struct Status: ParsableCommand {
 
     func run() throws {
         try Command.run {
+            if try Command.isSelfService(user: user, store: store) { return try runForSelf() }
             try Command.requireRoot()
             let options = try store.load()
             let records = RecordStore(directory: options.recordDirectory)
@@ -54,6 +55,29 @@ struct Status: ParsableCommand {
                 throw Failure(ExitCodes.unknown, "\(name) has nothing enrolled")
             }
         }
+    }
+
+    /// An ordinary user's own state, as the helper reports it.
+    private func runForSelf() throws {
+        let account = try Command.account(nil)
+        let report = try SelfService(helper: store.helper).query()
+        let enrolled = report.outcome == .state
+        let lock: String
+        switch report.lock {
+        case .open: lock = "-"
+        case .locked(let seconds): lock = "locked for \(seconds)s"
+        case .lockedUntilReset: lock = "locked until reset"
+        }
+        let accepts = enrolled ? acceptsText(report.acceptance) : "-"
+        if json {
+            Terminal.say("[{\"user\": \"\(account.name)\", \"uid\": \(account.uid), \"enrolled\": \(enrolled), "
+                         + "\"failures\": \(report.failures), \"locked\": \(report.lock != .open), \"accepts\": \"\(accepts)\"}]")
+        } else if !enrolled {
+            Terminal.say("\(account.name) has nothing enrolled.")
+        } else {
+            Terminal.say("\(account.name): failures \(report.failures), lock \(lock); the next login accepts \(accepts).")
+        }
+        if !enrolled { throw Failure(ExitCodes.unknown, "\(account.name) has nothing enrolled") }
     }
 
     private func lockText(_ status: LockStatus, _ tally: Tally) -> String {

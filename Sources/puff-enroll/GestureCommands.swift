@@ -30,13 +30,14 @@ struct GestureCommand: ParsableCommand {
 
     func run() throws {
         try Command.run {
+            if try Command.isSelfService(user: user, store: store) { return try runForSelf() }
             try Command.requireRoot()
             let options = try store.load()
             let account = try Command.account(user)
             let image = try Picture.load(picture)
             let parameters = try options.gestureParameters()
-            let template = try define(width: image.width, height: image.height, parameters: parameters)
-            try confirm(template)
+            let (template, _) = try define(width: image.width, height: image.height, parameters: parameters)
+            _ = try confirm(template)
             try Authenticator(options: options).storeGesture(template, picture: image.bytes, for: account)
             Command.audit("gesture of user \(account.name) set by uid \(getuidValue())")
             let points = template.parts.reduce(0) { $0 + $1.points.count }
@@ -47,6 +48,31 @@ struct GestureCommand: ParsableCommand {
                               + "failures (under the lockout), and 'puff-enroll lock' blocks it until a reset.")
             }
         }
+    }
+
+    /// An ordinary user on their own account: the current Puff passcode (or, without one, the
+    /// system password) first, then the gesture twice; the helper checks and stores it.
+    private func runForSelf() throws {
+        let account = try Command.account(nil)
+        let service = SelfService(helper: store.helper)
+        let report = try service.query()
+        let proof = try service.readProof(report, account: account, fromStdin: stdin)
+        let image = try Picture.load(picture)
+        let parameters = try PuffOptions().gestureParameters()
+        // Checked here for a clear message; the helper checks again with the store's settings.
+        let (template, first) = try define(width: image.width, height: image.height, parameters: parameters)
+        let defineWire = GestureWire.serialize(first)
+        let confirmWire = GestureWire.serialize(try confirm(template))
+        try proof.withBytes { proofBytes in
+            try defineWire.withUnsafeBytes { defineBytes in
+                try confirmWire.withUnsafeBytes { confirmBytes in
+                    try image.bytes.withUnsafeBytes { pictureBytes in
+                        try service.enroll("enroll-gesture", frames: [proofBytes, defineBytes, confirmBytes, pictureBytes])
+                    }
+                }
+            }
+        }
+        Terminal.say("Gesture for \(account.name) saved (picture \(image.width)x\(image.height)).")
     }
 
     private func readGesture(_ prompt: String) throws -> Gesture {
@@ -60,23 +86,24 @@ struct GestureCommand: ParsableCommand {
         }
     }
 
-    private func define(width: Int, height: Int, parameters: GestureParameters) throws -> GestureTemplate {
+    private func define(width: Int, height: Int, parameters: GestureParameters) throws -> (GestureTemplate, Gesture) {
         let gesture = try readGesture("Gesture (define): ")
         guard gesture.width == width, gesture.height == height else {
             throw Failure(ExitCodes.refused, "the gesture is for a \(gesture.width)x\(gesture.height) picture, but the picture is \(width)x\(height)")
         }
         do {
-            return try GestureEnroller.build(from: gesture, parameters: parameters)
+            return (try GestureEnroller.build(from: gesture, parameters: parameters), gesture)
         } catch {
             throw Failure(ExitCodes.refused, "gesture refused: \(error)")
         }
     }
 
-    private func confirm(_ template: GestureTemplate) throws {
+    private func confirm(_ template: GestureTemplate) throws -> Gesture {
         let gesture = try readGesture("Gesture (confirm): ")
         guard GestureMatcher.verify(template, gesture).passed else {
             throw Failure(ExitCodes.refused, "the confirmation does not match the first gesture; nothing was changed")
         }
+        return gesture
     }
 }
 

@@ -33,6 +33,7 @@ struct Passcode: ParsableCommand {
 
     func run() throws {
         try Command.run {
+            if try Command.isSelfService(user: user, store: store) { return try runForSelf() }
             try Command.requireRoot()
             let options = try store.load()
             let account = try Command.account(user)
@@ -61,6 +62,31 @@ struct Passcode: ParsableCommand {
         case .locked: throw Failure(ExitCodes.refused, "locked after too many failed attempts; ask an administrator")
         case .failure, .notEnrolled, .passcodeRequired: throw Failure(ExitCodes.refused, "the current passcode is wrong")
         }
+    }
+
+    /// An ordinary user on their own account, through the helper.
+    private func runForSelf() throws {
+        let account = try Command.account(nil)
+        let service = SelfService(helper: store.helper)
+        let report = try service.query()
+        let proof = try service.readProof(report, account: account, fromStdin: stdin)
+        var current: PasscodeType?
+        switch report.acceptance {
+        case .passcodeOrGesture(let type), .passcodeOnly(let type, _): current = SelfService.hasPasscode(report) ? type : nil
+        case .gestureOnly, .refused: current = nil
+        }
+        guard !allowWeak else { throw Failure(ExitCodes.notRoot, "--allow-weak is for administrators") }
+        let chosenType = type ?? current ?? .digits6
+        let newPasscode = try readNew(type: chosenType)
+        let typeName = Array(chosenType.rawValue.utf8)
+        try proof.withBytes { proofBytes in
+            try newPasscode.withBytes { newBytes in
+                try typeName.withUnsafeBytes { typeBytes in
+                    try service.enroll("enroll-passcode", frames: [proofBytes, typeBytes, newBytes])
+                }
+            }
+        }
+        Terminal.say("Passcode for \(account.name) saved (type \(chosenType.rawValue)).")
     }
 
     private func readNew(type: PasscodeType) throws -> SecureBytes {

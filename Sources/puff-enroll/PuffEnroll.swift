@@ -37,6 +37,9 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .customLong("conf"), help: "Configuration file (module option conf=).")
     var configFile: String?
 
+    @Option(help: "The setuid helper used when not run as root (module option helper=).")
+    var helper: String = PuffOptions().helperPath
+
     /// Loads the options exactly as the module does: defaults, the file, then these overrides.
     func load() throws -> PuffOptions {
         var tokens: [String] = []
@@ -83,12 +86,23 @@ enum Command {
         }
     }
 
-    /// Refuses non-root callers: the store is root-only until the setuid helper exists.
+    /// Refuses non-root callers of the administrators' commands.
     static func requireRoot() throws {
         guard geteuid() == 0 else {
             throw Failure(ExitCodes.notRoot,
-                          "must be run as root (the Puff store is root-only; self-enrollment by ordinary users is not available yet)")
+                          "must be run as root (ordinary users may run passcode, gesture and status for themselves)")
         }
+    }
+
+    /// Whether an ordinary user runs a self-service command: then it goes through the helper
+    /// and may only name the caller.
+    static func isSelfService(user: String?, store: StoreOptions) throws -> Bool {
+        guard getuid() != 0 else { return false }
+        if let user, user != (try callerName()) {
+            throw Failure(ExitCodes.notRoot, "an ordinary user can only enroll themselves")
+        }
+        try SelfService.requireDefaultStore(store)
+        return true
     }
 
     /// `name` as a `UserName`, or a clear refusal.

@@ -502,7 +502,7 @@ extension LoggingTests {
             BadArgument(argument: "nodelay=yes", logged: "nodelay: takes no value"),
             BadArgument(argument: "dir=relative/path", logged: "dir: must be an absolute path without '..'"),
             BadArgument(argument: "state_dir=/tmp/../etc", logged: "state_dir: must be an absolute path without '..'"),
-            BadArgument(argument: "[prompt=]", logged: "prompt: must be 1 to 200 printable characters"),
+            BadArgument(argument: "passcode_interval=2w", logged: "passcode_interval: must be a duration"),
         ])
         func outOfRangeArgument(_ bad: BadArgument) throws {
             // After `nullok`: a bad value must not leave the module ignoring anyone.

@@ -21,6 +21,7 @@ struct UnprivilegedTests {
         var helper: String { bin + "/puff-check" }
         var harness: String { bin + "/puff-pam-harness" }
         var enroll: String { bin + "/puff-enroll" }
+        var systemPAM: String { fixture.root + "/system-pam.d" }
         var createdMountPoints: [String] = []
 
         init(config: String = "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\n") throws {
@@ -39,6 +40,11 @@ struct UnprivilegedTests {
                               "auth required \(bin)/pam_puff.so nodelay helper=\(helper)\naccount required pam_permit.so\n",
                               mode: 0o644)
             chmod(fixture.pamDirectory, 0o755)
+            // The system PAM directory the helper sees: only the puff-enroll service.
+            try FileManager.default.createDirectory(atPath: systemPAM, withIntermediateDirectories: false,
+                                                    attributes: [.posixPermissions: 0o755])
+            try fixture.write(systemPAM + "/puff-enroll", "auth required pam_unix.so\naccount required pam_unix.so\n", mode: 0o644)
+            try copy(GestureLoginTests.picture, to: bin + "/picture.png", mode: 0o644)
             for point in ["/etc/puff", "/var/lib/puff"] where access(point, F_OK) != 0 {
                 #expect(mkdir(point, 0o755) == 0)
                 createdMountPoints.append(point)
@@ -150,5 +156,76 @@ struct UnprivilegedTests {
         let closed = try stage.runAs(alice, ["/bin/sh", "-c", "exec \(stage.helper) query 2>&-"])
         #expect(closed.status == 0)
         #expect(closed.output.hasPrefix("puff-check 1\noutcome state\n"))
+    }
+
+    /// An account with a known system password, used only here (other suites change theirs).
+    private func userWithPassword() throws -> String {
+        let dave = try TestUsers.ensure("puff-it-dave")
+        let set = try run("/usr/sbin/chpasswd", [], input: "\(dave):Sys-pass-4821\n")
+        #expect(set.status == 0, "\(set.errors)")
+        return dave
+    }
+
+    private func selfEnroll(_ stage: Stage, _ user: String, _ arguments: [String], input: String) throws -> Run {
+        try stage.runAs(user, [stage.enroll] + arguments + ["--stdin", "--helper", stage.helper], input: input)
+    }
+
+    @Test func anOrdinaryUserEnrollsAndChangesTheirOwnCredentials() throws {
+        let dave = try userWithPassword()
+        let stage = try Stage()
+        // No Puff passcode yet: the proof is the system password; a wrong one changes nothing and counts.
+        let wrongProof = try selfEnroll(stage, dave, ["passcode"], input: "not-my-password\n604917\n")
+        #expect(wrongProof.status == 3, "\(wrongProof.errors)")
+        #expect(wrongProof.errors.contains("the proof of identity is wrong"))
+        #expect(try stage.fixture.failures(dave) == 1)
+        let first = try selfEnroll(stage, dave, ["passcode"], input: "Sys-pass-4821\n604917\n")
+        #expect(first.status == 0, "\(first.output) \(first.errors)")
+        // The right system password took back only its own attempt.
+        #expect(try stage.fixture.failures(dave) == 1)
+        #expect(try stage.authenticate(as: dave, replies: ["604917"]).status == PAMCode.success)
+        #expect(try stage.fixture.failures(dave) == 0)
+
+        // Now the proof is the Puff passcode; the system password no longer works.
+        #expect(try selfEnroll(stage, dave, ["passcode"], input: "Sys-pass-4821\n135790\n").status == 3)
+        let changed = try selfEnroll(stage, dave, ["passcode"], input: "604917\n135790\n")
+        #expect(changed.status == 0, "\(changed.errors)")
+        #expect(try stage.authenticate(as: dave, replies: ["135790"]).status == PAMCode.success)
+        // A weak new passcode is refused before anything is sent.
+        #expect(try selfEnroll(stage, dave, ["passcode"], input: "135790\n123456\n").status == 3)
+
+        // The gesture: proved with the passcode, never with a gesture.
+        let gesture = GestureLoginTests.wire(GestureLoginTests.genuine)
+        let picture = ["gesture", "--picture", stage.bin + "/picture.png"]
+        let byGesture = try selfEnroll(stage, dave, picture, input: "\(gesture)\n\(gesture)\n\(gesture)\n")
+        #expect(byGesture.status == 3)
+        #expect(byGesture.errors.contains("the current Puff passcode is required"), "\(byGesture.errors)")
+        let drawn = try selfEnroll(stage, dave, picture, input: "135790\n\(gesture)\n\(gesture)\n")
+        #expect(drawn.status == 0, "\(drawn.errors)")
+        let login = try stage.authenticate(as: dave, replies: [gesture])
+        #expect(login.status == PAMCode.success, "\(login.output)")
+        #expect(login.lines.first == "PROMPT echo-off Puff passcode or gesture [6 digits]: ")
+        // The picture is in the store, readable by helpers running as the user.
+        #expect(try stage.runAs(dave, ["/usr/bin/test", "-r", "/etc/puff/pictures/\(dave)"]).status == 0)
+
+        let status = try stage.runAs(dave, [stage.enroll, "status", "--helper", stage.helper])
+        #expect(status.status == 0, "\(status.errors)")
+        #expect(status.output.contains("the next login accepts passcode or gesture"), "\(status.output)")
+    }
+
+    @Test func anOrdinaryUserCannotEnrollAnotherUserOrChooseTheStore() throws {
+        let dave = try userWithPassword()
+        let alice = try TestUsers.ensure("puff-it-alice")
+        let stage = try Stage()
+        try stage.fixture.enroll(alice, "604917")
+        let other = try selfEnroll(stage, dave, ["passcode", "--user", alice], input: "Sys-pass-4821\n135790\n")
+        #expect(other.status == 77)
+        let store = try selfEnroll(stage, dave, ["passcode", "--dir", "/tmp"], input: "Sys-pass-4821\n135790\n")
+        #expect(store.status == 77)
+        for command in [["reset", "--user", dave], ["lock", "--user", dave], ["remove"], ["show-gesture", "--user", dave, "--output", "/tmp/x.svg"]] {
+            #expect(try stage.runAs(dave, [stage.enroll] + command).status == 77, "\(command)")
+        }
+        // A request straight to the helper names no user: it always acts on the caller.
+        #expect(try stage.authenticate(as: alice, replies: ["604917"]).status == PAMCode.success)
+        #expect(try stage.runAs(dave, [stage.helper, "enroll-passcode", alice], input: "").status == 2)
     }
 }

@@ -1,0 +1,154 @@
+import Glibc
+import PuffCore
+import PuffPlatform
+
+/// Self-enrollment for an ordinary user (`puff-enroll passcode|gesture` without root): the
+/// request is the proof, then the new credential. The proof is the current Puff passcode when
+/// one is enrolled (never the gesture: changing a credential needs the stronger factor),
+/// otherwise the system password through the `puff-enroll` PAM service. Either is a counted
+/// attempt under the user's lockout.
+///
+///   enroll-passcode:  proof, type (digits4|digits6|numeric|alphanumeric), new passcode
+///   enroll-gesture:   proof, define gesture, confirm gesture, picture (PNG or JPEG bytes)
+enum Enrollment {
+    static func run(_ operation: HelperOperation, _ authenticator: Authenticator, _ subject: Authenticator.Subject,
+                    _ account: Account) throws(StoreError) -> Int32 {
+        let request: Request
+        do {
+            request = try Request.read(operation)
+        } catch {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): malformed enrollment request; nothing read")
+            return HelperExit.usage
+        }
+        // The new credential is checked first, so a good proof is never spent on a bad request.
+        let change: Change
+        switch request.prepare(authenticator.options) {
+        case .failure(let reason):
+            HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment refused: \(reason)")
+            return HelperExit.rules
+        case .success(let prepared):
+            change = prepared
+        }
+        let proved = try prove(request.proof, authenticator, subject, account)
+        guard proved.outcome == .success else {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment refused, proof \(proved.outcome.rawValue)")
+            return Helper.write(proved) ? HelperExit.refused : HelperExit.failure
+        }
+        switch change {
+        case .passcode(let type):
+            try authenticator.storePasscode(request.secret, type: type, for: account)
+            HelperLog.write(LOG_NOTICE, "user \(account.name): passcode set by the user (type \(type.rawValue))")
+        case .gesture(let template, let picture):
+            try authenticator.storeGesture(template, picture: picture, for: account)
+            HelperLog.write(LOG_NOTICE, "user \(account.name): gesture set by the user")
+        }
+        return Helper.write(proved) ? HelperExit.success : HelperExit.failure
+    }
+
+    /// The verified proof, as a report (`success`, `failure`, `locked`, `passcode-required`).
+    private static func prove(_ proof: borrowing SecureBytes, _ authenticator: Authenticator,
+                              _ subject: Authenticator.Subject, _ account: Account) throws(StoreError) -> HelperReport {
+        var report = Helper.state(of: subject)
+        let record = try RecordStore(directory: authenticator.options.recordDirectory).load(account)
+        let outcome: Authenticator.Outcome
+        if let passcode = record?.passcode {
+            if proof.hasPrefix(GestureWire.prefix) {
+                report.outcome = .passcodeRequired
+                report.acceptance = .passcodeOnly(passcode.type, because: nil)
+                return report
+            }
+            outcome = try authenticator.attempt(proof, for: subject)
+        } else {
+            outcome = try authenticator.countedAttempt(for: account) { () throws(StoreError) -> Bool in
+                SystemPassword.verify(user: account.name.value, proof: proof)
+            }
+        }
+        switch outcome {
+        case .success:
+            report.outcome = .success
+            report.lock = .open
+        case .failure(let failures, let lock, _):
+            report.outcome = .failure
+            report.failures = failures
+            report.lock = lock
+        case .locked(let lock):
+            report.outcome = .locked
+            report.lock = lock
+        case .passcodeRequired, .notEnrolled:
+            report.outcome = .failure
+        }
+        return report
+    }
+
+    enum Change {
+        case passcode(PasscodeType)
+        case gesture(GestureTemplate, [UInt8])
+    }
+
+    /// The fields of a request.
+    struct Request: ~Copyable {
+        let proof: SecureBytes
+        /// The new passcode, or the define gesture.
+        let secret: SecureBytes
+        /// The confirm gesture (one zero byte for a passcode request).
+        let confirm: SecureBytes
+        let type: PasscodeType?
+        let picture: [UInt8]
+
+        static func read(_ operation: HelperOperation) throws(FrameReader.Malformed) -> Request {
+            let limit = Helper.maximumSecretLength
+            let proof = try FrameReader.secret(limit: limit)
+            if operation == .enrollPasscode {
+                let typeText = try FrameReader.bytes(limit: 32)
+                let passcode = try FrameReader.secret(limit: PasscodeRules.alphanumericLength.upperBound)
+                try FrameReader.end()
+                guard let type = PasscodeType(rawValue: String(decoding: typeText, as: UTF8.self)) else {
+                    throw FrameReader.Malformed()
+                }
+                guard let none = try? SecureBytes(count: 1) else { throw FrameReader.Malformed() }
+                return Request(proof: proof, secret: passcode, confirm: none, type: type, picture: [])
+            }
+            let define = try FrameReader.secret(limit: limit)
+            let confirm = try FrameReader.secret(limit: limit)
+            let picture = try FrameReader.bytes(limit: RecordStore.maximumPictureSize)
+            try FrameReader.end()
+            return Request(proof: proof, secret: define, confirm: confirm, type: nil, picture: picture)
+        }
+
+        /// The change to store, or why the new credential breaks the rules.
+        func prepare(_ options: PuffOptions) -> Result<Change, RuleError> {
+            if let type {
+                if let violation = secret.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: false) }) {
+                    return .failure(RuleError(violation.message))
+                }
+                return .success(.passcode(type))
+            }
+            // The picture is not decoded here (no image parser runs as root on user bytes):
+            // only its kind is checked; its size is the one the gestures declare.
+            let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]
+            guard picture.starts(with: png) || picture.starts(with: [0xff, 0xd8, 0xff]) else {
+                return .failure(RuleError("the picture is neither PNG nor JPEG"))
+            }
+            do {
+                let parameters = try options.gestureParameters()
+                let first = try secret.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
+                let second = try confirm.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
+                guard first.width == second.width, first.height == second.height else {
+                    return .failure(RuleError("the two gestures are for different picture sizes"))
+                }
+                let template = try GestureEnroller.build(from: first, parameters: parameters)
+                guard GestureMatcher.verify(template, second).passed else {
+                    return .failure(RuleError("the confirmation does not match the first gesture"))
+                }
+                return .success(.gesture(template, picture))
+            } catch {
+                return .failure(RuleError("gesture refused: \(error)"))
+            }
+        }
+    }
+
+    struct RuleError: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+}
