@@ -29,10 +29,11 @@ public func fuzzOptions(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         Fuzz.require(!error.key.isEmpty, "an option error without a key")
         return 0
     }
-    for path in [options.recordDirectory, options.stateDirectory, options.configFile] {
+    for path in [options.recordDirectory, options.stateDirectory, options.configFile, options.helperPath] {
         Fuzz.require(path.first == "/" && !path.split(separator: "/").contains(".."), "an unsafe path was accepted")
     }
-    Fuzz.require((1...200).contains(options.prompt.utf8.count), "a prompt of a bad length was accepted")
+    Fuzz.require((0...365 * 86400).contains(options.quickFactor.passcodeInterval), "passcode_interval out of range")
+    Fuzz.require(options.quickFactor.gestureTries <= 1_000_000, "gesture_tries out of range")
     Fuzz.require((1...600).contains(options.lockWaitSeconds), "lock_wait out of range")
     Fuzz.require(options.lockout.deny <= 1_000_000, "deny out of range")
     Fuzz.require((1...32).contains(options.lockout.delays.count), "delays of a bad length")
