@@ -11,7 +11,7 @@ MULTIARCH   := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu
 PAMDIR      ?= /usr/lib/$(MULTIARCH)/security
 BINDIR      ?= $(PREFIX)/sbin
 SWIFT       ?= swift
-DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace
+DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind
 MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disable-local-rpath \
 	-Xswiftc -static-stdlib \
 	-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map \
@@ -19,7 +19,7 @@ MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disa
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps module cli helper test demo bench race fuzz killsweep faults install uninstall clean
+.PHONY: all build deps module cli helper test demo bench race fuzz killsweep faults valgrind install uninstall clean
 
 all: build
 
@@ -94,6 +94,12 @@ faults: module
 	$(SWIFT) build --product puff-enroll
 	FAULT_ITERATIONS=$(FAULT_ITERATIONS) PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
 		bash scripts/faults.sh
+
+# memcheck over pamtester and the threaded harness loading build/pam_puff.so (scripts/valgrind.sh).
+valgrind: module
+	$(SWIFT) build --product puff-enroll
+	$(SWIFT) build --product puff-pam-harness
+	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/valgrind.sh
 
 install: build
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(BINDIR)

@@ -12,9 +12,18 @@
  * Raw bytes (invalid UTF-8, embedded NUL, control characters) can be passed as hex with
  * --user-hex and --reply-hex; a reply keeps every byte, so the module receives a buffer
  * with whatever follows an embedded NUL, as a buggy or hostile application would send.
+ *
+ * --fd-check lists /proc/self/fd before pam_start, after the operation (before pam_end) and
+ * after pam_end, and prints each descriptor that was not there before:
+ *
+ *   FD <after-op|after-end> <fd> <cloexec|inheritable> <target>
+ *   FDS <after-op|after-end> new=<n> inheritable=<n>
+ *
+ * An "inheritable" descriptor (no FD_CLOEXEC) would survive an exec by the application.
  */
 #define _GNU_SOURCE
 #include <security/pam_appl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -113,14 +122,55 @@ static char *from_hex(const char *hex, size_t *length) {
 
 struct options {
     const char *confdir, *service, *user, *op, *authtok, *wait_fifo;
-    int no_user, repeat, threads;
+    int no_user, repeat, threads, fd_check;
     struct script script;
 };
+
+#define MAX_FDS 1024
+
+/* The open descriptors of this process, from /proc/self/fd (without the one reading it). */
+static int list_fds(int *fds) {
+    int count = 0;
+    DIR *dir = opendir("/proc/self/fd");
+    if (dir == NULL) { perror("/proc/self/fd"); exit(100); }
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL && count < MAX_FDS) {
+        if (entry->d_name[0] == '.') continue;
+        int fd = atoi(entry->d_name);
+        if (fd != dirfd(dir)) fds[count++] = fd;
+    }
+    closedir(dir);
+    return count;
+}
+
+/* Prints the descriptors open now that were not in `before`. */
+static void report_new_fds(const char *when, const int *before, int before_count) {
+    int now[MAX_FDS];
+    int count = list_fds(now), fresh = 0, inheritable = 0;
+    for (int i = 0; i < count; i++) {
+        int seen = 0;
+        for (int j = 0; j < before_count && !seen; j++) seen = before[j] == now[i];
+        if (seen) continue;
+        char link[64], target[512];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", now[i]);
+        ssize_t length = readlink(link, target, sizeof target - 1);
+        target[length < 0 ? 0 : length] = '\0';
+        int flags = fcntl(now[i], F_GETFD);
+        int cloexec = flags >= 0 && (flags & FD_CLOEXEC);
+        fresh++;
+        if (!cloexec) inheritable++;
+        printf("FD %s %d %s %s\n", when, now[i], cloexec ? "cloexec" : "inheritable", target);
+    }
+    printf("FDS %s new=%d inheritable=%d\n", when, fresh, inheritable);
+    fflush(stdout);
+}
 
 static int run_once(struct options *options, struct script *script) {
     struct pam_conv conversation = { converse, script };
     pam_handle_t *handle = NULL;
     const char *user = options->no_user ? NULL : options->user;
+    int before[MAX_FDS], before_count = 0;
+    if (options->fd_check) before_count = list_fds(before);
     int status = pam_start_confdir(options->service, user, &conversation, options->confdir, &handle);
     if (status != PAM_SUCCESS) {
         if (!script->quiet) printf("RESULT %d %s\n", status, "pam_start_confdir failed");
@@ -133,7 +183,9 @@ static int run_once(struct options *options, struct script *script) {
     else status = PAM_SYSTEM_ERR;
     if (!script->quiet) printf("RESULT %d %s\n", status, pam_strerror(handle, status));
     fflush(stdout);
+    if (options->fd_check) report_new_fds("after-op", before, before_count);
     pam_end(handle, status);
+    if (options->fd_check) report_new_fds("after-end", before, before_count);
     return status;
 }
 
@@ -186,6 +238,7 @@ int main(int argc, char **argv) {
         else if (strcmp(arg, "--conv-error") == 0) options.script.conv_error = 1;
         else if (strcmp(arg, "--null-reply") == 0) options.script.null_reply = 1;
         else if (strcmp(arg, "--quiet") == 0) options.script.quiet = 1;
+        else if (strcmp(arg, "--fd-check") == 0) options.fd_check = 1;
         else if (strcmp(arg, "--repeat") == 0) { const char *n; TAKE(n); options.repeat = atoi(n); }
         else if (strcmp(arg, "--threads") == 0) { const char *n; TAKE(n); options.threads = atoi(n); }
         else { fprintf(stderr, "unknown argument %s\n", arg); return 100; }
