@@ -11,7 +11,8 @@ MULTIARCH   := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu
 PAMDIR      ?= /usr/lib/$(MULTIARCH)/security
 BINDIR      ?= $(PREFIX)/sbin
 SWIFT       ?= swift
-DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind
+DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
+	openssh-server openssh-client sshpass
 MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disable-local-rpath \
 	-Xswiftc -static-stdlib \
 	-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map \
@@ -23,12 +24,18 @@ FUZZ_SECONDS ?= 60
 
 all: build
 
-# Installs the Debian packages the build and the tests need, when any is missing.
+# Installs the Debian packages the build and the tests need, when any is missing. A temporary
+# policy-rc.d keeps the installation from starting services (the ssh server of openssh-server:
+# the tests run their own sshd on 127.0.0.1).
 deps:
 	@missing=""; for p in $(DEBIAN_DEPS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "Installing:$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+		guard=""; if [ ! -e /usr/sbin/policy-rc.d ]; then \
+			printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && guard=1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; status=$$?; \
+		if [ -n "$$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi; \
+		exit $$status; \
 	fi
 
 module: deps
