@@ -22,7 +22,7 @@ struct UnprivilegedTests {
         var harness: String { bin + "/puff-pam-harness" }
         var enroll: String { bin + "/puff-enroll" }
         var systemPAM: String { fixture.root + "/system-pam.d" }
-        var createdMountPoints: [String] = []
+        var shadow: String { fixture.root + "/shadow" }
 
         init(config: String = "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\n") throws {
             // The helper reads /etc/puff/puff.conf only, so dir= and state_dir= must not be in it.
@@ -45,14 +45,11 @@ struct UnprivilegedTests {
                                                     attributes: [.posixPermissions: 0o755])
             try fixture.write(systemPAM + "/puff-enroll", "auth required pam_unix.so\naccount required pam_unix.so\n", mode: 0o644)
             try copy(GestureLoginTests.picture, to: bin + "/picture.png", mode: 0o644)
+            // Empty mount points, made when missing and left in place (the installed layout has
+            // them anyway): removing them could pull them from under a concurrent run.
             for point in ["/etc/puff", "/var/lib/puff"] where access(point, F_OK) != 0 {
-                #expect(mkdir(point, 0o755) == 0)
-                createdMountPoints.append(point)
+                #expect(mkdir(point, 0o755) == 0 || errno == EEXIST)
             }
-        }
-
-        deinit {
-            for point in createdMountPoints { rmdir(point) }
         }
 
         private func copy(_ from: String, to: String, mode: Int) throws {
@@ -158,11 +155,19 @@ struct UnprivilegedTests {
         #expect(closed.output.hasPrefix("puff-check 1\noutcome state\n"))
     }
 
-    /// An account with a known system password, used only here (other suites change theirs).
-    private func userWithPassword() throws -> String {
+    /// An account with a known system password, set only inside the namespace: the stage's
+    /// copy of /etc/shadow carries a hash for it, so the machine's file is never written.
+    private func userWithPassword(_ stage: Stage) throws -> String {
         let dave = try TestUsers.ensure("puff-it-dave")
-        let set = try run("/usr/sbin/chpasswd", [], input: "\(dave):Sys-pass-4821\n")
-        #expect(set.status == 0, "\(set.errors)")
+        let hash = try run("/usr/bin/openssl", ["passwd", "-6", "-stdin"], input: "Sys-pass-4821\n")
+        #expect(hash.status == 0, "\(hash.errors)")
+        let shadow = try String(contentsOfFile: "/etc/shadow", encoding: .utf8)
+        let lines = shadow.split(separator: "\n").map { line -> String in
+            var fields = line.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            if fields.first == dave, fields.count > 1 { fields[1] = hash.output.trimmingCharacters(in: .whitespacesAndNewlines) }
+            return fields.joined(separator: ":")
+        }
+        try stage.fixture.write(stage.shadow, lines.joined(separator: "\n") + "\n", mode: 0o640)
         return dave
     }
 
@@ -171,8 +176,8 @@ struct UnprivilegedTests {
     }
 
     @Test func anOrdinaryUserEnrollsAndChangesTheirOwnCredentials() throws {
-        let dave = try userWithPassword()
         let stage = try Stage()
+        let dave = try userWithPassword(stage)
         // No Puff passcode yet: the proof is the system password; a wrong one changes nothing and counts.
         let wrongProof = try selfEnroll(stage, dave, ["passcode"], input: "not-my-password\n604917\n")
         #expect(wrongProof.status == 3, "\(wrongProof.errors)")
@@ -213,9 +218,9 @@ struct UnprivilegedTests {
     }
 
     @Test func anOrdinaryUserCannotEnrollAnotherUserOrChooseTheStore() throws {
-        let dave = try userWithPassword()
-        let alice = try TestUsers.ensure("puff-it-alice")
         let stage = try Stage()
+        let dave = try userWithPassword(stage)
+        let alice = try TestUsers.ensure("puff-it-alice")
         try stage.fixture.enroll(alice, "604917")
         let other = try selfEnroll(stage, dave, ["passcode", "--user", alice], input: "Sys-pass-4821\n135790\n")
         #expect(other.status == 77)
