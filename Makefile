@@ -10,9 +10,10 @@ DESTDIR     ?=
 MULTIARCH   := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 PAMDIR      ?= /usr/lib/$(MULTIARCH)/security
 BINDIR      ?= $(PREFIX)/sbin
+USERBINDIR  ?= $(PREFIX)/bin
 SWIFT       ?= swift
 DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
-	openssh-server openssh-client sshpass
+	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux
 MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disable-local-rpath \
 	-Xswiftc -static-stdlib \
 	-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map \
@@ -47,6 +48,8 @@ cli: deps
 	$(SWIFT) build -c release --product puff-enroll
 	mkdir -p build
 	install -m 0755 .build/release/puff-enroll build/puff-enroll
+	$(SWIFT) build -c release --product puff-pad
+	install -m 0755 .build/release/puff-pad build/puff-pad
 
 # The setuid helper: release, Swift runtime linked in (a setuid binary must not load
 # libraries from a toolchain path), in its own scratch directory.
@@ -113,13 +116,15 @@ install: build
 	install -m 0644 build/pam_puff.so $(DESTDIR)$(PAMDIR)/pam_puff.so
 	install -m 0755 build/puff-enroll $(DESTDIR)$(BINDIR)/puff-enroll
 	install -m 4755 -o root -g root build/puff-check $(DESTDIR)$(BINDIR)/puff-check
+	install -d $(DESTDIR)$(USERBINDIR)
+	install -m 0755 build/puff-pad $(DESTDIR)$(USERBINDIR)/puff-pad
 	install -m 0644 pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-enroll
 	install -d -m 0755 $(DESTDIR)/etc/puff
 	install -d -m 0700 $(DESTDIR)/var/lib/puff
 
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_puff.so $(DESTDIR)$(BINDIR)/puff-enroll $(DESTDIR)$(BINDIR)/puff-check \
-		$(DESTDIR)/etc/pam.d/puff-enroll
+		$(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)$(USERBINDIR)/puff-pad
 
 clean:
 	rm -rf build .build .build-module .build-fuzz .build-helper

@@ -6,6 +6,7 @@
 //   PuffPAM       the PAM boundary: C entry points, the conversation, one mapping to PAM codes
 //   puff-enroll   the command-line tool
 //   puff-check    the setuid helper through which unprivileged callers reach the store
+//   puff-pad      the terminal pad: gestures drawn on the picture, a PAM login
 // The module is linked with the Swift runtime statically by the Makefile (see `make module`);
 // those flags break `swift test` linking, so they stay out of this file.
 import PackageDescription
@@ -16,6 +17,7 @@ let package = Package(
         .library(name: "PuffPAM", type: .dynamic, targets: ["PuffPAM"]),
         .executable(name: "puff-enroll", targets: ["puff-enroll"]),
         .executable(name: "puff-check", targets: ["puff-check"]),
+        .executable(name: "puff-pad", targets: ["puff-pad"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -27,6 +29,9 @@ let package = Package(
                        providers: [.apt(["libsodium-dev"])]),
         // stb_image (Debian's libstb), used by puff-enroll to read picture sizes; never in the module.
         .systemLibrary(name: "CStb", path: "Sources/CStb", providers: [.apt(["libstb-dev"])]),
+        // libchafa (and the GLib it is built on) renders pictures as terminal text in puff-pad.
+        .systemLibrary(name: "CChafa", path: "Sources/CChafa", pkgConfig: "chafa",
+                       providers: [.apt(["libchafa-dev", "libglib2.0-dev"])]),
         .target(name: "PuffCore"),
         .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium"]),
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM"],
@@ -38,6 +43,11 @@ let package = Package(
         // The setuid-root helper for unprivileged callers (like pam_unix's unix_chkpwd): no
         // Foundation, no argument parser; libpam only for the system-password proof.
         .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "CPAM"]),
+        // The terminal pad: draws gestures on the picture and runs a PAM login; not setuid.
+        .executableTarget(name: "puff-pad", dependencies: [
+            "PuffCore", "CPAM", "CStb", "CChafa",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         // `make bench`: gesture verification time against input size.
         .executableTarget(name: "gesture-bench", dependencies: ["PuffCore"]),
         // A small PAM application in C, used by the integration tests and the benchmark:

@@ -1,0 +1,4 @@
+#ifndef PUFF_CCHAFA_SHIM_H
+#define PUFF_CCHAFA_SHIM_H
+#include <chafa.h>
+#endif

@@ -1,0 +1,123 @@
+import CChafa
+import CStb
+import Glibc
+
+/// A picture decoded to RGBA pixels with stb_image (PNG and JPEG), ready to be rendered as
+/// terminal text with libchafa.
+final class PadPicture {
+    /// Why a picture cannot be shown.
+    struct LoadError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Largest file read (the store's own limit).
+    static let maximumFileSize = 32 << 20
+    /// Largest decoded picture: 64 megapixels (256 MiB of RGBA).
+    static let maximumPixels = 64 << 20
+
+    let width: Int
+    let height: Int
+    private let pixels: UnsafeMutablePointer<UInt8>
+
+    /// Reads and decodes `path`.
+    init(path: String) throws(LoadError) {
+        let bytes = try Self.read(path)
+        guard bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) || bytes.starts(with: [0xFF, 0xD8, 0xFF]) else {
+            throw LoadError(description: "\(path) is not a PNG or JPEG picture")
+        }
+        guard let length = Int32(exactly: bytes.count) else { throw LoadError(description: "\(path) is too large") }
+        var w: Int32 = 0, h: Int32 = 0, components: Int32 = 0
+        let known = bytes.withUnsafeBufferPointer { stbi_info_from_memory($0.baseAddress, length, &w, &h, &components) }
+        guard known == 1, w > 0, h > 0, Int(w) <= 100_000, Int(h) <= 100_000,
+              Int(w) * Int(h) <= Self.maximumPixels
+        else { throw LoadError(description: "\(path): unsupported picture size") }
+        let decoded = bytes.withUnsafeBufferPointer { stbi_load_from_memory($0.baseAddress, length, &w, &h, &components, 4) }
+        guard let decoded else { throw LoadError(description: "\(path): the picture cannot be decoded") }
+        width = Int(w)
+        height = Int(h)
+        pixels = decoded
+    }
+
+    deinit { stbi_image_free(pixels) }
+
+    private static func read(_ path: String) throws(LoadError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw LoadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw LoadError(description: "\(path) is not a regular file")
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let got = Glibc.read(fd, &chunk, chunk.count)
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw LoadError(description: "cannot read \(path)")
+            }
+            if got == 0 { break }
+            bytes += chunk[0..<got]
+            guard bytes.count <= maximumFileSize else { throw LoadError(description: "\(path) is larger than 32 MiB") }
+        }
+        return bytes
+    }
+
+    /// The largest size in cells that fits in `columns` × `rows` with the picture's aspect
+    /// ratio, given a cell's width/height ratio (0.5 for the usual terminal font).
+    func fit(columns: Int, rows: Int, cellAspect: Double) -> (columns: Int, rows: Int) {
+        var w = Int32(clamping: max(1, columns)), h = Int32(clamping: max(1, rows))
+        chafa_calc_canvas_geometry(Int32(width), Int32(height), &w, &h, Float(cellAspect), 0, 0)
+        return (max(1, Int(w)), max(1, Int(h)))
+    }
+
+    /// How the picture is drawn.
+    enum Colors {
+        case truecolor, indexed256, indexed16
+
+        /// From the environment: `COLORTERM=truecolor|24bit`, else a `TERM` naming 256 colours,
+        /// else the 16 ANSI colours every colour terminal has.
+        static func detect() -> Colors {
+            let colorterm = getenv("COLORTERM").flatMap { String(validatingCString: $0) } ?? ""
+            let term = getenv("TERM").flatMap { String(validatingCString: $0) } ?? ""
+            if colorterm == "truecolor" || colorterm == "24bit" { return .truecolor }
+            if term.contains("256") || term.contains("direct") { return .indexed256 }
+            return .indexed16
+        }
+    }
+
+    /// Renders the picture as `rows` lines of `columns` cells each, with colour escapes and
+    /// block symbols (`chafa_canvas_print`). Each line ends with the attributes reset.
+    func render(columns: Int, rows: Int, colors: Colors) -> [String] {
+        guard let config = chafa_canvas_config_new() else { return [] }
+        defer { chafa_canvas_config_unref(config) }
+        chafa_canvas_config_set_geometry(config, Int32(clamping: columns), Int32(clamping: rows))
+        let mode: ChafaCanvasMode
+        switch colors {
+        case .truecolor: mode = CHAFA_CANVAS_MODE_TRUECOLOR
+        case .indexed256: mode = CHAFA_CANVAS_MODE_INDEXED_240
+        case .indexed16: mode = CHAFA_CANVAS_MODE_INDEXED_16
+        }
+        chafa_canvas_config_set_canvas_mode(config, mode)
+        chafa_canvas_config_set_pixel_mode(config, CHAFA_PIXEL_MODE_SYMBOLS)
+        if let symbols = chafa_symbol_map_new() {
+            // Blocks, half and quarter blocks and shades: sharp in every monospace font.
+            let tags = CHAFA_SYMBOL_TAG_BLOCK.rawValue | CHAFA_SYMBOL_TAG_SPACE.rawValue
+                | CHAFA_SYMBOL_TAG_HALF.rawValue | CHAFA_SYMBOL_TAG_QUAD.rawValue
+            chafa_symbol_map_add_by_tags(symbols, ChafaSymbolTags(rawValue: tags))
+            chafa_canvas_config_set_symbol_map(config, symbols)
+            chafa_symbol_map_unref(symbols)
+        }
+        guard let canvas = chafa_canvas_new(config) else { return [] }
+        defer { chafa_canvas_unref(canvas) }
+        chafa_canvas_draw_all_pixels(canvas, CHAFA_PIXEL_RGBA8_UNASSOCIATED, pixels,
+                                     Int32(width), Int32(height), Int32(width * 4))
+        let database = chafa_term_db_get_default()
+        let info = chafa_term_db_get_fallback_info(database)
+        defer { if let info { chafa_term_info_unref(info) } }
+        guard let printed = chafa_canvas_print(canvas, info) else { return [] }
+        let text = String(cString: printed.pointee.str)
+        g_string_free(printed, 1)
+        return text.split(separator: "\n", omittingEmptySubsequences: false).prefix(rows).map(String.init)
+    }
+}
