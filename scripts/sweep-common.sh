@@ -46,6 +46,11 @@ printf '%s\n' "$old_passcode" | "$enroll" passcode --user "$user" --type digits6
 printf '%s\n%s\n' "$old_gesture" "$old_gesture" |
     "$enroll" gesture --user "$user" --picture "$picture" --stdin "${store[@]}" >/dev/null
 cp "$record" "$work/record.old"
+# The new gesture is enrolled on a different picture of the same size (bytes after the PNG
+# end), so a record left old beside a picture already replaced shows.
+new_picture=$work/picture-new.png
+cp "$picture" "$new_picture"
+printf 'puff sweep: the picture of the new gesture' >>"$new_picture"
 printf '%s\n' "$new_passcode" >"$work/input.enroll-passcode"
 printf '%s\n%s\n' "$new_gesture" "$new_gesture" >"$work/input.enroll-gesture"
 
@@ -56,7 +61,7 @@ operation() {
         auth-right)     echo "$harness --confdir $work/pam.d --service puff-sweep --user $user --reply $old_passcode" ;;
         auth-gesture)   echo "$harness --confdir $work/pam.d --service puff-sweep --user $user --reply" ;;
         enroll-passcode) echo "$enroll passcode --user $user --type digits6 --stdin ${store[*]}" ;;
-        enroll-gesture) echo "$enroll gesture --user $user --picture $picture --stdin ${store[*]}" ;;
+        enroll-gesture) echo "$enroll gesture --user $user --picture $new_picture --stdin ${store[*]}" ;;
     esac
 }
 # Runs scenario $1 with the command prefix in the remaining arguments (strace ...), stdin
@@ -103,13 +108,21 @@ counter_file_ok() {
     [[ $text =~ ^puff-tally\ 1$'\n'failures\ [0-9]+$'\n'last-failure\ [0-9]+$'\n'locked-until\ [0-9]+$ ]]
 }
 
-# Which record is stored: "old" (byte for byte), "new" (the change took: the new secret
-# works and the replaced one does not, the other factor still works), or "BAD <why>".
-# A new record is put back to the old one afterwards, so every run starts from the same state.
+# Which record is stored: "old" (byte for byte, with the old picture), "new" (the change
+# took: the new secret works and the replaced one does not, the other factor still works,
+# the picture is the new one), "mixed-picture" (the old record beside the new picture), or
+# "BAD <why>". Record and picture are put back afterwards, so every run starts the same.
 record_state() {
     local scenario=$1
     if cmp -s "$record" "$work/record.old"; then
-        echo old
+        if cmp -s "$stored_picture" "$picture"; then
+            echo old
+        elif [ "$scenario" = enroll-gesture ] && cmp -s "$stored_picture" "$new_picture"; then
+            echo mixed-picture
+            cp "$picture" "$stored_picture"
+        else
+            echo "BAD picture is neither the old nor the new one"
+        fi
         return
     fi
     local new_code old_code other_code
@@ -122,13 +135,18 @@ record_state() {
             echo "BAD record changed by a login"
             return ;;
     esac
-    if [ "$new_code" = 0 ] && [ "$old_code" = 7 ] && [ "$other_code" = 0 ]; then
+    local expected_picture=$picture
+    [ "$scenario" = enroll-gesture ] && expected_picture=$new_picture
+    if ! cmp -s "$stored_picture" "$expected_picture"; then
+        echo "BAD new record beside the wrong picture"
+    elif [ "$new_code" = 0 ] && [ "$old_code" = 7 ] && [ "$other_code" = 0 ]; then
         echo new
     else
         echo "BAD neither old nor new (new secret $new_code, old secret $old_code, other factor $other_code)"
     fi
     cp "$work/record.old" "$record"
     chmod 0600 "$record"
+    cp "$picture" "$stored_picture"
 }
 
 # Stale temp files left by an interrupted replace (never read as records; counted).
