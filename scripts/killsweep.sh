@@ -43,7 +43,7 @@ violation() {
 # The value of the last counter write that completed in strace log $1, or $2 if none.
 last_counter_write() {
     local value
-    value=$(sed -n 's/.*pwrite64([0-9]*, "puff-tally 1\\nfailures \([0-9]*\)\\n.*, 512, 0) = 512$/\1/p' "$1" | tail -n 1)
+    value=$(sed -n 's/.*pwrite64([0-9]*, "puff-tally [0-9]*\\nfailures \([0-9]*\)\\n.*, 512, 0) = 512$/\1/p' "$1" | tail -n 1)
     echo "${value:-$2}"
 }
 
