@@ -21,7 +21,7 @@ MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disa
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps module cli helper test demo bench race fuzz killsweep faults valgrind install uninstall clean
+.PHONY: all build deps module cli helper test demo bench race fuzz killsweep faults valgrind timing install uninstall clean
 
 all: build
 
@@ -71,7 +71,7 @@ test: module helper
 demo: build
 	bash scripts/demo.sh
 
-bench: build
+bench: build timing
 	$(SWIFT) build -c release --product gesture-bench
 	bash scripts/bench.sh
 	.build/release/gesture-bench
@@ -110,6 +110,13 @@ valgrind: module
 	$(SWIFT) build --product puff-enroll
 	$(SWIFT) build --product puff-pam-harness
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/valgrind.sh
+
+# Wrong passcode for an enrolled user, an account without a record and no account: medians,
+# prompts, rounds and fsyncs side by side (scripts/timing.sh; TIMING_SAMPLES, default 60).
+timing: module
+	$(SWIFT) build --product puff-enroll
+	$(SWIFT) build --product puff-pam-harness
+	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/timing.sh
 
 install: build
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(BINDIR)

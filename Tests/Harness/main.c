@@ -20,6 +20,11 @@
  *   FDS <after-op|after-end> new=<n> inheritable=<n>
  *
  * An "inheritable" descriptor (no FD_CLOEXEC) would survive an exec by the application.
+ *
+ * --time prints, after each operation, how long the operation call took (monotonic clock,
+ * microseconds) and how many times the module called the conversation function:
+ *
+ *   TIMING <microseconds> ROUNDS <n>
  */
 #define _GNU_SOURCE
 #include <security/pam_appl.h>
@@ -30,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct script {
@@ -40,11 +46,13 @@ struct script {
     int conv_error;      /* answer prompts with PAM_CONV_ERR */
     int null_reply;      /* answer prompts with a NULL response array */
     int quiet;           /* print nothing (threads, benchmark) */
+    int rounds;          /* calls of the conversation function so far */
 };
 
 static int converse(int count, const struct pam_message **messages,
                      struct pam_response **responses, void *data) {
     struct script *script = data;
+    script->rounds++;
     if (count <= 0 || count > PAM_MAX_NUM_MSG) return PAM_CONV_ERR;
     struct pam_response *out = calloc((size_t)count, sizeof *out);
     if (out == NULL) return PAM_BUF_ERR;
@@ -122,7 +130,7 @@ static char *from_hex(const char *hex, size_t *length) {
 
 struct options {
     const char *confdir, *service, *user, *op, *authtok, *wait_fifo;
-    int no_user, repeat, threads, fd_check;
+    int no_user, repeat, threads, fd_check, time;
     struct script script;
 };
 
@@ -177,11 +185,19 @@ static int run_once(struct options *options, struct script *script) {
         return status;
     }
     if (options->authtok) pam_set_item(handle, PAM_AUTHTOK, options->authtok);
+    struct timespec started, ended;
+    int rounds_before = script->rounds;
+    clock_gettime(CLOCK_MONOTONIC, &started);
     if (strcmp(options->op, "auth") == 0) status = pam_authenticate(handle, 0);
     else if (strcmp(options->op, "acct") == 0) status = pam_acct_mgmt(handle, 0);
     else if (strcmp(options->op, "setcred") == 0) status = pam_setcred(handle, PAM_ESTABLISH_CRED);
     else status = PAM_SYSTEM_ERR;
+    clock_gettime(CLOCK_MONOTONIC, &ended);
     if (!script->quiet) printf("RESULT %d %s\n", status, pam_strerror(handle, status));
+    if (options->time)
+        printf("TIMING %lld ROUNDS %d\n",
+               (long long)(ended.tv_sec - started.tv_sec) * 1000000 + (ended.tv_nsec - started.tv_nsec) / 1000,
+               script->rounds - rounds_before);
     fflush(stdout);
     if (options->fd_check) report_new_fds("after-op", before, before_count);
     pam_end(handle, status);
@@ -239,6 +255,7 @@ int main(int argc, char **argv) {
         else if (strcmp(arg, "--null-reply") == 0) options.script.null_reply = 1;
         else if (strcmp(arg, "--quiet") == 0) options.script.quiet = 1;
         else if (strcmp(arg, "--fd-check") == 0) options.fd_check = 1;
+        else if (strcmp(arg, "--time") == 0) options.time = 1;
         else if (strcmp(arg, "--repeat") == 0) { const char *n; TAKE(n); options.repeat = atoi(n); }
         else if (strcmp(arg, "--threads") == 0) { const char *n; TAKE(n); options.threads = atoi(n); }
         else { fprintf(stderr, "unknown argument %s\n", arg); return 100; }

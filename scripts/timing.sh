@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# make timing: does a wrong passcode take as long, and look the same, for an enrolled user,
+# for an account without a Puff record and for a name that is no account at all?
+#
+# A benchmark, not a test: it prints, for each case, the median time of pam_authenticate
+# (measured inside the harness, so process start-up noise is left out), the median time of
+# the whole harness process, the relative difference to the enrolled case, the prompts and
+# the number of conversation rounds, and how many fsync calls one attempt makes (strace).
+# It fails only when the prompts or the rounds differ, or a result is not PAM_AUTH_ERR.
+#
+# Setup: a scratch store under /tmp (a disk, like /var/lib/puff), the default argon2id cost
+# (t=1, 64 MiB: puff.conf is empty), `nodelay` (no libpam failure delay) and `deny=0` so the
+# enrolled user's failures are counted but never lock. The cases run interleaved, sample by
+# sample, so that drift in machine load hits all three alike.
+#
+#   TIMING_SAMPLES=60    samples per case (at least 50 for the 10 % comparison)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODULE=${PUFF_MODULE:-$PWD/build/pam_puff.so}
+BIN=${PUFF_BIN:-$PWD/.build/debug}
+HARNESS=$BIN/puff-pam-harness
+ENROLL=$BIN/puff-enroll
+SAMPLES=${TIMING_SAMPLES:-60}
+ENROLLED=puff-timing-enrolled
+NO_RECORD=puff-timing-norecord
+NO_ACCOUNT=puff-timing-no-such-account
+WRONG=111111
+
+for user in "$ENROLLED" "$NO_RECORD"; do
+  id "$user" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
+done
+if id "$NO_ACCOUNT" >/dev/null 2>&1; then echo "timing.sh: $NO_ACCOUNT must not exist" >&2; exit 1; fi
+
+WORK=$(mktemp -d /tmp/puff-timing-XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+chmod 755 "$WORK"
+mkdir -m 700 "$WORK/etc" "$WORK/state" "$WORK/pam.d"
+: > "$WORK/etc/puff.conf"
+chmod 600 "$WORK/etc/puff.conf"
+STORE=(--dir "$WORK/etc" --state-dir "$WORK/state" --conf "$WORK/etc/puff.conf")
+echo "auth required $MODULE dir=$WORK/etc state_dir=$WORK/state conf=$WORK/etc/puff.conf nodelay deny=0" \
+  > "$WORK/pam.d/puff-timing"
+echo 604917 | "$ENROLL" passcode --user "$ENROLLED" --type digits6 --stdin "${STORE[@]}" >/dev/null
+
+CASES=(enrolled no-record no-account)
+declare -A USER_OF=([enrolled]=$ENROLLED [no-record]=$NO_RECORD [no-account]=$NO_ACCOUNT)
+attempt() {  # attempt CASE [extra harness arguments]: one wrong passcode, transcript on stdout
+  "$HARNESS" --confdir "$WORK/pam.d" --service puff-timing --user "${USER_OF[$1]}" --reply "$WRONG" --time "${@:2}" || true
+}
+
+# fsync calls of one attempt (strace counts them; they are the expected difference).
+declare -A FSYNCS
+for c in "${CASES[@]}"; do
+  FSYNCS[$c]=$(strace -f -c -e trace=fsync,fdatasync -o "$WORK/strace-$c" \
+                 "$HARNESS" --confdir "$WORK/pam.d" --service puff-timing --user "${USER_OF[$c]}" \
+                 --reply "$WRONG" >/dev/null 2>&1; awk '$NF == "fsync" || $NF == "fdatasync" {n += $4} END {print n + 0}' "$WORK/strace-$c")
+done
+
+# Warm-up (page cache, first argon2 allocation), not recorded.
+for c in "${CASES[@]}"; do attempt "$c" >/dev/null; done
+
+for i in $(seq "$SAMPLES"); do
+  # Rotate the order each sample so no case always runs first.
+  for k in 0 1 2; do
+    c=${CASES[$(( (i + k) % 3 ))]}
+    start=$(date +%s%N)
+    out=$(attempt "$c")
+    end=$(date +%s%N)
+    echo "$out" | sed -n 's/^TIMING \([0-9]*\) ROUNDS.*/\1/p' >> "$WORK/op-$c"
+    echo $(( (end - start) / 1000 )) >> "$WORK/process-$c"
+    echo "$out" | sed -n 's/^TIMING [0-9]* ROUNDS \([0-9]*\)/\1/p' >> "$WORK/rounds-$c"
+    echo "$out" | grep -v '^TIMING' >> "$WORK/transcript-$c"
+  done
+done
+
+median() { sort -n "$1" | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f", m/1000}'; }
+failed=0
+reference_transcript=$(sort -u "$WORK/transcript-enrolled")
+echo "wrong passcode, $SAMPLES samples per case, default cost (t=1, 64 MiB), nodelay, $(nproc) cores:"
+printf '  %-12s %14s %9s %16s %9s %7s %7s  %s\n' case "pam_auth (ms)" diff "process (ms)" diff rounds fsyncs prompts
+base_op=$(median "$WORK/op-enrolled")
+base_process=$(median "$WORK/process-enrolled")
+for c in "${CASES[@]}"; do
+  op=$(median "$WORK/op-$c")
+  process=$(median "$WORK/process-$c")
+  rounds=$(sort -u "$WORK/rounds-$c" | tr '\n' ' ')
+  prompts=$(grep -c '^PROMPT' "$WORK/transcript-$c" || true)
+  same=same
+  [ "$(sort -u "$WORK/transcript-$c")" = "$reference_transcript" ] || { same=DIFFERENT; failed=1; }
+  grep -q '^RESULT 7 ' "$WORK/transcript-$c" && ! grep -v '^RESULT 7 ' "$WORK/transcript-$c" | grep -q '^RESULT' \
+    || { echo "$c: a result other than PAM_AUTH_ERR" >&2; failed=1; }
+  [ "$(sort -u "$WORK/rounds-$c" | wc -l)" = 1 ] || failed=1
+  printf '  %-12s %14s %8s%% %16s %8s%% %7s %7s  %s (%s in %s runs)\n' "$c" "$op" \
+    "$(awk -v a="$op" -v b="$base_op" 'BEGIN {printf "%+.1f", (a - b) / b * 100}')" "$process" \
+    "$(awk -v a="$process" -v b="$base_process" 'BEGIN {printf "%+.1f", (a - b) / b * 100}')" \
+    "$rounds" "${FSYNCS[$c]}" "$same" "$prompts" "$SAMPLES"
+done
+if [ "$(sort -u "$WORK"/rounds-* | wc -l)" != 1 ]; then echo "the cases differ in conversation rounds" >&2; failed=1; fi
+echo "  transcript: $(echo "$reference_transcript" | tr '\n' '|')"
+exit "$failed"
