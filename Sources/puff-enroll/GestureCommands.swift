@@ -76,7 +76,13 @@ struct GestureCommand: ParsableCommand {
     }
 
     private func readGesture(_ prompt: String) throws -> Gesture {
-        guard case .secret(let line) = try Terminal.readSecret(prompt: prompt, fromStdin: stdin) else {
+        // On a terminal the gesture is drawn with puff-pad; typed as text when it cannot run.
+        var drawn: Terminal.Read? = nil
+        if PadRunner.applies(fromStdin: stdin) {
+            drawn = try PadRunner.draw(picture: picture, title: "puff-enroll: " + prompt.dropLast(2) + " on the picture")
+        }
+        let read = try drawn.take() ?? Terminal.readSecret(prompt: prompt, fromStdin: stdin)
+        guard case .secret(let line) = read else {
             throw Failure(ExitCodes.refused, "cancelled")
         }
         do {

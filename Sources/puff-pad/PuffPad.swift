@@ -15,7 +15,7 @@ struct PuffPad: ParsableCommand {
         Exit codes: 0 done; 1 authentication failed; 2 cancelled; 64 usage; 66 picture \
         unreadable; 69 no terminal or no mouse support; 70 PAM error.
         """,
-        subcommands: [DrawCommand.self]
+        subcommands: [DrawCommand.self, LoginCommand.self]
     )
 }
 

@@ -20,12 +20,13 @@ final class TmuxPane {
     private var server: pid_t = 0
 
     /// Starts `command` (words, quoted here) in a `columns` × `rows` pane with the given
-    /// environment. With `jobControl` the wrapper is bash with `set -m`, like an interactive
-    /// shell: the program gets its own foreground process group, so SIGTSTP really stops it;
-    /// the wrapper then waits for `resume()` and continues it with `fg`.
+    /// environment; stdout goes to a file, or with `stdoutOnTerminal` to the pane. With
+    /// `jobControl` the wrapper is bash with `set -m`, like an interactive shell: the program
+    /// gets its own foreground process group, so SIGTSTP really stops it; the wrapper then
+    /// waits for `resume()` and continues it with `fg`.
     init(_ command: [String], columns: Int = 100, rows: Int = 30,
          environment: [String: String] = ["TERM": "xterm-256color", "COLORTERM": "truecolor"],
-         jobControl: Bool = false) throws {
+         jobControl: Bool = false, stdoutOnTerminal: Bool = false) throws {
         var template = Array("/tmp/puff-pad-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
         directory = String(cString: made)
@@ -36,7 +37,7 @@ final class TmuxPane {
         let script = """
         \(jobControl ? "set -m" : "")
         stty -g > \(d)/stty-before
-        env \(env) \(command.map(Self.quote).joined(separator: " ")) > \(d)/stdout 2> \(d)/stderr
+        env \(env) \(command.map(Self.quote).joined(separator: " ")) \(stdoutOnTerminal ? "" : "> \(d)/stdout") 2> \(d)/stderr
         s=$?
         while [ $s -eq 148 ]; do
             : > \(d)/stopped; read x < \(d)/resume; rm -f \(d)/stopped
@@ -227,7 +228,7 @@ final class TmuxPane {
                 }
                 let before = try String(contentsOfFile: directory + "/stty-before", encoding: .utf8)
                 return Finished(status: code,
-                                output: try String(contentsOfFile: directory + "/stdout", encoding: .utf8),
+                                output: (try? String(contentsOfFile: directory + "/stdout", encoding: .utf8)) ?? "",
                                 errors: try String(contentsOfFile: directory + "/stderr", encoding: .utf8),
                                 terminalRestored: before == after)
             }

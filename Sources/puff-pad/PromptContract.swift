@@ -1,0 +1,52 @@
+import PuffCore
+
+/// What a conversation prompt asks for, read by the rules of docs/prompt-contract.md.
+enum PadPrompt: Equatable {
+    /// `Puff passcode or gesture [TYPE]: ` (`nil` for a TYPE this pad does not know).
+    case passcodeOrGesture(PasscodeType?)
+    /// `Puff passcode [TYPE]: `
+    case passcodeOnly(PasscodeType?)
+    /// `Puff gesture: `
+    case gestureOnly
+    /// A prompt from another module in the stack: answered with typed text.
+    case foreign(String)
+
+    /// Reads a prompt. A prompt is Puff's when it starts with `Puff ` and ends with `: `; a
+    /// Puff prompt of an unknown shape offers both the passcode and the gesture.
+    init(_ text: String) {
+        guard text.hasPrefix("Puff "), text.hasSuffix(": ") else {
+            self = .foreign(text)
+            return
+        }
+        let body = text.dropFirst("Puff ".count).dropLast(": ".count)
+        if body == "gesture" {
+            self = .gestureOnly
+        } else if body.hasPrefix("passcode or gesture [") && body.hasSuffix("]") {
+            self = .passcodeOrGesture(Self.type(body.dropFirst("passcode or gesture [".count).dropLast()))
+        } else if body.hasPrefix("passcode [") && body.hasSuffix("]") {
+            self = .passcodeOnly(Self.type(body.dropFirst("passcode [".count).dropLast()))
+        } else {
+            self = .passcodeOrGesture(nil)
+        }
+    }
+
+    private static func type(_ keypad: Substring) -> PasscodeType? {
+        PasscodeType.allCases.first { $0.keypad == keypad }
+    }
+
+    /// Whether the user may answer with a passcode.
+    var acceptsPasscode: Bool {
+        switch self {
+        case .passcodeOrGesture, .passcodeOnly: true
+        case .gestureOnly, .foreign: false
+        }
+    }
+
+    /// Whether the user may answer with a gesture.
+    var acceptsGesture: Bool {
+        switch self {
+        case .passcodeOrGesture, .gestureOnly: true
+        case .passcodeOnly, .foreign: false
+        }
+    }
+}
