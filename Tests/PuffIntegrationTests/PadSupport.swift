@@ -18,6 +18,7 @@ final class TmuxPane {
     let columns: Int
     let rows: Int
     private var server: pid_t = 0
+    private var socketPath = ""
 
     /// Starts `command` (words, quoted here) in a `columns` × `rows` pane with the given
     /// environment; stdout goes to a file, or with `stdoutOnTerminal` to the pane. With
@@ -63,6 +64,7 @@ final class TmuxPane {
             if !started { usleep(20_000) }
         }
         guard started else { throw PadTestError("tmux new-session failed") }
+        socketPath = try format("#{socket_path}")
     }
 
     /// Kills what runs in the pane (the server reaps it), then the server, and reaps that.
@@ -76,6 +78,8 @@ final class TmuxPane {
         _ = try? tmux(["kill-server"])
         kill(server, SIGTERM)
         _ = try? Self.wait(server)
+        // A server killed by a signal leaves its socket file behind.
+        if socketPath.hasSuffix("/" + socket) { unlink(socketPath) }
         try? FileManager.default.removeItem(atPath: directory)
     }
 
