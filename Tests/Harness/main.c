@@ -45,6 +45,8 @@ struct script {
     int next_reply;
     int conv_error;      /* answer prompts with PAM_CONV_ERR */
     int null_reply;      /* answer prompts with a NULL response array */
+    int null_resp;       /* answer prompts with a response array whose resp is NULL */
+    int conv_again;      /* answer prompts with PAM_CONV_AGAIN (a non-blocking application) */
     int quiet;           /* print nothing (threads, benchmark) */
     int rounds;          /* calls of the conversation function so far */
 };
@@ -66,6 +68,8 @@ static int converse(int count, const struct pam_message **messages,
                        message->msg ? message->msg : "");
             if (script->conv_error) { free(out); return PAM_CONV_ERR; }
             if (script->null_reply) { free(out); *responses = NULL; return PAM_SUCCESS; }
+            if (script->conv_again) { free(out); return PAM_CONV_AGAIN; }
+            if (script->null_resp) { out[i].resp = NULL; break; }
             if (script->next_reply < script->reply_count) {
                 size_t length = script->reply_lengths[script->next_reply];
                 out[i].resp = malloc(length + 1);
@@ -253,6 +257,8 @@ int main(int argc, char **argv) {
         }
         else if (strcmp(arg, "--conv-error") == 0) options.script.conv_error = 1;
         else if (strcmp(arg, "--null-reply") == 0) options.script.null_reply = 1;
+        else if (strcmp(arg, "--null-resp") == 0) options.script.null_resp = 1;
+        else if (strcmp(arg, "--conv-again") == 0) options.script.conv_again = 1;
         else if (strcmp(arg, "--quiet") == 0) options.script.quiet = 1;
         else if (strcmp(arg, "--fd-check") == 0) options.fd_check = 1;
         else if (strcmp(arg, "--time") == 0) options.time = 1;

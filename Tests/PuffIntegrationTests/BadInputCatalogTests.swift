@@ -184,6 +184,25 @@ extension LoggingTests {
             try expectUncounted(bench, user, attempt, log: "user \(user): empty reply; not counted", before: before)
         }
 
+        @Test func nullResponseText() throws {
+            // A response array whose `resp` is NULL (the application answered nothing).
+            let bench = try CatalogBench()
+            let user = try bench.enrollAlice()
+            let before = bench.snapshot()
+            let attempt = try bench.attempt(user, extra: ["--null-resp"])
+            try expectUncounted(bench, user, attempt, log: "user \(user): empty reply; not counted", before: before)
+        }
+
+        @Test func conversationAgain() throws {
+            // A non-blocking application's PAM_CONV_AGAIN ends the attempt as a conversation error.
+            let bench = try CatalogBench()
+            let user = try bench.enrollAlice()
+            let before = bench.snapshot()
+            let attempt = try bench.attempt(user, extra: ["--conv-again"])
+            try expectUncounted(bench, user, attempt, code: PAMCode.conversationError,
+                                log: "user \(user): conversation failed (PAM code 30); not counted", before: before)
+        }
+
         @Test func conversationError() throws {
             let bench = try CatalogBench()
             let user = try bench.enrollAlice()

@@ -167,6 +167,32 @@ extension LoggingTests {
             }
         }
 
+        @Test func recordForAnotherUid() throws {
+            // The account was deleted and created again with another uid: the old record is not its.
+            try editingRecord(log: Self.refusing("it belongs to another user or uid")) { text in
+                text.split(separator: "\n").map { line in
+                    guard line.hasPrefix("uid "), let uid = UInt32(line.dropFirst(4)) else { return String(line) }
+                    return "uid \(uid + 1)"
+                }.joined(separator: "\n") + "\n"
+            }
+        }
+
+        @Test func recordWithCRLFLineEnds() throws {
+            try editingRecord(log: Self.refusing("malformed (badText)")) { text in text.replacingOccurrences(of: "\n", with: "\r\n") }
+        }
+
+        @Test func recordWithADuplicatedKey() throws {
+            // A second passcode-hash line: which one would count? Neither.
+            try editingRecord(log: Self.refusing("malformed (duplicateKey)")) { text in
+                let hash = text.split(separator: "\n").first { $0.hasPrefix("passcode-hash ") } ?? ""
+                return text + hash + "\n"
+            }
+        }
+
+        @Test func recordWithAnUnknownKey() throws {
+            try editingRecord(log: Self.refusing("malformed (unknownKey)")) { text in text + "nullok yes\n" }
+        }
+
         @Test func recordNotOwnedByRoot() throws {
             let bob = try TestUsers.ensure("puff-it-bob")
             let uid = try #require(getpwnam(bob)).pointee.pw_uid
@@ -261,6 +287,42 @@ extension LoggingTests {
                                  })
         }
 
+        @Test func counterOversize() throws {
+            // Counters are written at exactly 512 bytes; a larger file is not one of ours.
+            try expectFailClosed(log: { "refusing \($0.fixture.state)/puff-it-alice: larger than allowed" },
+                                 sabotage: { bench, alice in
+                                     try bench.fixture.write(bench.fixture.state + "/" + alice, String(repeating: "\n", count: 513), mode: 0o600)
+                                 },
+                                 restore: { bench, alice in
+                                     unlink(bench.fixture.state + "/" + alice)
+                                     let reset = try run(Artefacts.enroll, ["reset", "--user", alice] + bench.fixture.storeArguments)
+                                     #expect(reset.status == 0)
+                                 })
+        }
+
+        @Test func counterNotOwnedByRoot() throws {
+            let uid = try #require(getpwnam(try TestUsers.ensure("puff-it-bob"))).pointee.pw_uid
+            try expectFailClosed(log: { "refusing \($0.fixture.state)/puff-it-alice: not owned by root" },
+                                 sabotage: { bench, alice in
+                                     let reset = try run(Artefacts.enroll, ["reset", "--user", alice] + bench.fixture.storeArguments)
+                                     #expect(reset.status == 0)
+                                     chown(bench.fixture.state + "/" + alice, uid, 0)
+                                 },
+                                 restore: { bench, alice in chown(bench.fixture.state + "/" + alice, 0, 0) })
+        }
+
+        @Test func counterOfAnUnknownVersion() throws {
+            try expectFailClosed(log: { "refusing \($0.fixture.state)/puff-it-alice: malformed (badHeader)" },
+                                 sabotage: { bench, alice in
+                                     try bench.fixture.write(bench.fixture.state + "/" + alice, "puff-tally 9\nfailures 0\n", mode: 0o600)
+                                 },
+                                 restore: { bench, alice in
+                                     unlink(bench.fixture.state + "/" + alice)
+                                     let reset = try run(Artefacts.enroll, ["reset", "--user", alice] + bench.fixture.storeArguments)
+                                     #expect(reset.status == 0)
+                                 })
+        }
+
         // MARK: the host key
 
         func hostKeyCase(log: String, _ make: @escaping (String) throws -> Void) throws {
@@ -310,6 +372,13 @@ extension LoggingTests {
                                      let key = try Self.read(bench.fixture.etc + "/host.key")
                                      #expect(key == original)
                                  })
+        }
+
+        @Test func hostKeyHardLinked() throws {
+            // A second name for the key (somewhere an attacker could read it later) is refused.
+            try expectFailClosed(log: { "refusing \($0.fixture.etc)/host.key: has more than one link; failing closed" },
+                                 sabotage: { bench, _ in #expect(link(bench.fixture.etc + "/host.key", bench.fixture.etc + "/key-copy") == 0) },
+                                 restore: { bench, _ in unlink(bench.fixture.etc + "/key-copy") })
         }
 
         @Test func hostKeyIsASymlink() throws {

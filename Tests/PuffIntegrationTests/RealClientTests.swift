@@ -293,8 +293,11 @@ struct RealClientTests {
         #expect(try run("/usr/bin/pkill", ["-KILL", "-P", String(client.pid)]).status == 0, "ssh was not running")
         kill(client.pid, SIGKILL)
         client.wait()
-        // `status` takes the counter's lock, so it returns once sshd's PAM process is done.
+        // `status` takes the counter's lock, so it returns once sshd's PAM process is done; that
+        // it has to wait shows the verification was still running when the client died.
+        let killed = Date()
         #expect(try fixture.failures(user.name) == 1)
+        #expect(Date().timeIntervalSince(killed) > 0.3, "the verification had already ended")
         #expect(!server.log.contains("Accepted"), "\(server.log)")
         // The right passcode still logs in and clears the count.
         let after = try server.login(user.name, Self.right)
