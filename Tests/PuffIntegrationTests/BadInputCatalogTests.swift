@@ -225,6 +225,32 @@ extension LoggingTests {
             try expectUncounted(bench, user, attempt, log: "user \(user): reply longer than 65536 bytes; not counted", before: before)
         }
 
+        @Test func replyAtTheLengthLimit() throws {
+            // 65,536 bytes is still read: a (wrong) passcode, counted, and nothing breaks.
+            let bench = try CatalogBench()
+            let user = try bench.enrollAlice()
+            let record = try String(contentsOfFile: bench.record(user), encoding: .utf8)
+            let file = bench.fixture.root + "/limit-reply"
+            try Data((alicePasscode + String(repeating: "7", count: 65_536 - alicePasscode.count)).utf8)
+                .write(to: URL(fileURLWithPath: file))
+            let attempt = try bench.attempt(user, extra: ["--reply-file", file])
+            try expectCounted(bench, user, attempt, log: "user \(user): authentication failure (1 in a row)", record: record)
+            #expect(try bench.attempt(user, replies: [alicePasscode]).status == PAMCode.success)
+        }
+
+        @Test func gestureCutShortByANUL() throws {
+            // The genuine gesture with a NUL in the middle: the module sees the first half only.
+            let bench = try CatalogBench()
+            let user = try TestUsers.ensure("puff-it-alice")
+            try GestureLoginTests().enrolled(bench.fixture, user)
+            let record = try String(contentsOfFile: bench.record(user), encoding: .utf8)
+            var bytes = Array(GestureLoginTests.wire(GestureLoginTests.genuine).utf8)
+            bytes.insert(0, at: bytes.count / 2)
+            let attempt = try bench.attempt(user, extra: ["--reply-hex", hex(bytes)])
+            try expectCounted(bench, user, attempt, log: "authentication failure (1 in a row); gesture", record: record)
+            #expect(try bench.attempt(user, replies: [GestureLoginTests.wire(GestureLoginTests.genuine)]).status == PAMCode.success)
+        }
+
         @Test func embeddedNULEndsTheReply() throws {
             // A C string ends at its first NUL, for every PAM module: what follows is never seen.
             // A NUL first is an empty reply; the right passcode cut short by a NUL is a wrong one.

@@ -228,6 +228,59 @@ extension LoggingTests {
                                  })
         }
 
+        @Test func usersDirectoryIsAFile() throws {
+            try expectFailClosed(log: { "refusing \($0.recordDirectory): not a directory (symlink?)" },
+                                 sabotage: { bench, _ in
+                                     try FileManager.default.moveItem(atPath: bench.recordDirectory, toPath: bench.fixture.etc + "/real-users")
+                                     try bench.fixture.write(bench.recordDirectory, "puff-it-alice\n", mode: 0o600)
+                                 },
+                                 restore: { bench, _ in
+                                     unlink(bench.recordDirectory)
+                                     try FileManager.default.moveItem(atPath: bench.fixture.etc + "/real-users", toPath: bench.recordDirectory)
+                                 })
+        }
+
+        @Test func storeDirectoryMissingMeansNobodyIsEnrolled() throws {
+            // Only "no such file" means "not enrolled": a store that does not exist enrolls nobody.
+            // The user gets the usual prompt and PAM_AUTH_ERR, or PAM_IGNORE with nullok (the
+            // stack's next module decides), and nothing is created.
+            let bench = try CatalogBench()
+            let alice = try bench.enrollAlice()
+            try FileManager.default.moveItem(atPath: bench.fixture.etc + "/users", toPath: bench.fixture.root + "/users-away")
+            try FileManager.default.moveItem(atPath: bench.fixture.etc + "/host.key", toPath: bench.fixture.root + "/key-away")
+            try bench.setArguments("deny=100 dir=\(bench.fixture.root)/no-such-store")
+            let attempt = try bench.attempt(alice, replies: [alicePasscode])
+            #expect(attempt.status == PAMCode.authError, "\(attempt)")
+            #expect(attempt.prompts == 1)
+            #expect(attempt.logs("user \(alice): authentication failure"), "\(attempt)")
+            #expect(!FileManager.default.fileExists(atPath: bench.fixture.root + "/no-such-store"))
+            // With nullok, in a stack where an ignore falls through to pam_permit.
+            try bench.fixture.write(bench.fixture.pamDirectory + "/" + bench.service, """
+                auth [ignore=ignore success=1 default=die] \(Artefacts.module) dir=\(bench.fixture.root)/no-such-store state_dir=\(bench.fixture.state) conf=\(bench.fixture.conf) nodelay nullok
+                auth [success=done default=die] pam_permit.so
+                auth requisite pam_deny.so
+
+                """, mode: 0o644)
+            let ignored = try bench.attempt(alice, replies: [alicePasscode])
+            #expect(ignored.status == PAMCode.success, "ignore falls through to pam_permit: \(ignored)")
+            #expect(ignored.prompts == 0)
+            #expect(try bench.fixture.failures(alice) == 0)
+        }
+
+        @Test func stateDirectoryMissingIsCreated() throws {
+            // A fresh machine has no counters yet: the directory is created root 0700.
+            let bench = try CatalogBench()
+            let alice = try bench.enrollAlice()
+            try FileManager.default.removeItem(atPath: bench.fixture.state)
+            let wrong = try bench.attempt(alice, replies: ["111333"])
+            #expect(wrong.status == PAMCode.authError, "\(wrong)")
+            var info = stat()
+            #expect(lstat(bench.fixture.state, &info) == 0)
+            #expect(info.st_mode & 0o7777 == 0o700 && info.st_uid == 0)
+            #expect(try bench.fixture.failures(alice) == 1)
+            #expect(try bench.attempt(alice, replies: [alicePasscode]).status == PAMCode.success)
+        }
+
         @Test func usersDirectoryGroupWritable() throws {
             try expectFailClosed(log: { "refusing \($0.recordDirectory): writable by group or others" },
                                  sabotage: { bench, _ in chmod(bench.recordDirectory, 0o770) },
@@ -287,6 +340,19 @@ extension LoggingTests {
                                  })
         }
 
+        @Test func counterIsAFIFO() throws {
+            try expectFailClosed(log: { "refusing \($0.fixture.state)/puff-it-alice: not a regular file" },
+                                 sabotage: { bench, alice in
+                                     unlink(bench.fixture.state + "/" + alice)
+                                     #expect(mkfifo(bench.fixture.state + "/" + alice, 0o600) == 0)
+                                 },
+                                 restore: { bench, alice in
+                                     unlink(bench.fixture.state + "/" + alice)
+                                     let reset = try run(Artefacts.enroll, ["reset", "--user", alice] + bench.fixture.storeArguments)
+                                     #expect(reset.status == 0)
+                                 })
+        }
+
         @Test func counterOversize() throws {
             // Counters are written at exactly 512 bytes; a larger file is not one of ours.
             try expectFailClosed(log: { "refusing \($0.fixture.state)/puff-it-alice: larger than allowed" },
@@ -336,7 +402,7 @@ extension LoggingTests {
                                  },
                                  restore: { bench, _ in
                                      let path = bench.fixture.etc + "/host.key"
-                                     unlink(path)
+                                     if rmdir(path) != 0 { unlink(path) }
                                      try bench.fixture.write(path, "", mode: 0o600)
                                      try original.write(to: URL(fileURLWithPath: path))
                                  })
@@ -372,6 +438,10 @@ extension LoggingTests {
                                      let key = try Self.read(bench.fixture.etc + "/host.key")
                                      #expect(key == original)
                                  })
+        }
+
+        @Test func hostKeyIsADirectory() throws {
+            try hostKeyCase(log: "not a regular file") { path in #expect(mkdir(path, 0o700) == 0) }
         }
 
         @Test func hostKeyHardLinked() throws {
