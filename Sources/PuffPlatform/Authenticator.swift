@@ -43,6 +43,10 @@ public struct Authenticator {
         guard let record = try records.load(account), record.hasAnyFactor else {
             return .notEnrolled(reason: "no Puff record")
         }
+        // Finishes a gesture enrollment that was killed between its record and its picture.
+        if let gesture = record.gesture {
+            try records.settlePicture(for: account.name, expectedSHA256: gesture.pictureSHA256)
+        }
         let tally = try counters.read(account.name)
         let time = now()
         return .enrolled(account, record, options.lockout.status(of: tally, now: time, isRoot: account.uid == 0),
@@ -219,10 +223,13 @@ public struct Authenticator {
         let sealed = try GestureSealing.seal(template, for: account, hostKey: hostKey)
         try counters.update(account.name) { _, _ throws(StoreError) in
             var record = try records.load(account) ?? UserRecord(user: account.name, uid: account.uid, passcode: nil)
-            try records.savePicture(picture, for: account.name)
+            // Picture staged, record saved (the commit), picture moved into place.
+            let digest = SHA256.hex(picture)
+            try records.stagePicture(picture, for: account.name)
             record.gesture = StoredGesture(pictureWidth: template.width, pictureHeight: template.height,
-                                           pictureSHA256: SHA256.hex(picture), sealedTemplate: sealed)
+                                           pictureSHA256: digest, sealedTemplate: sealed)
             try records.save(record)
+            try records.settlePicture(for: account.name, expectedSHA256: digest)
         }
     }
 

@@ -20,13 +20,45 @@ public struct RecordStore: Sendable {
     /// The path of `name`'s record, for log lines.
     public func recordPath(_ name: UserName) -> String { directory + "/" + Self.usersDirectory + "/" + name.value }
 
-    /// Stores a copy of the picture for `name` atomically. Pictures are not secret: helpers
-    /// running as the user read them to draw on, so `pictures/` is 0755 and the files 0644
-    /// (records stay 0600 in a 0700 directory).
-    public func savePicture(_ bytes: [UInt8], for name: UserName) throws(StoreError) {
+    /// The name a new picture waits under until its record is saved (a leading `.` can never
+    /// be a user name, so it never collides with a picture).
+    static func pendingPictureName(_ name: UserName) -> String { ".next-" + name.value }
+
+    /// Pictures are not secret: helpers running as the user read them to draw on, so
+    /// `pictures/` is 0755 and the files 0644 (records stay 0600 in a 0700 directory).
+    ///
+    /// Stores the picture of a gesture enrollment that is not committed yet: `settlePicture`
+    /// moves it into place once the record naming its digest is saved. A process killed in
+    /// between leaves the old record with the old picture, or the new record whose picture the
+    /// next `settlePicture` (every login runs one) moves into place: never a record beside a
+    /// picture it was not drawn on.
+    public func stagePicture(_ bytes: [UInt8], for name: UserName) throws(StoreError) {
         let root = try openRoot(create: true)
         let pictures = try root.subdirectory(Self.picturesDirectory, create: true, mode: 0o755)
-        try pictures.replaceFile(name.value, with: bytes, mode: 0o644)
+        try pictures.replaceFile(Self.pendingPictureName(name), with: bytes, mode: 0o644)
+    }
+
+    /// Finishes a staged picture: moved into place when its digest is `expectedSHA256` (the
+    /// record's). One that does not match is left alone (its enrollment never committed, or is
+    /// still running; the next enrollment replaces it). Nothing staged costs one openat.
+    public func settlePicture(for name: UserName, expectedSHA256: String) throws(StoreError) {
+        let pictures: TrustedDirectory
+        do {
+            pictures = try TrustedDirectory(directory + "/" + Self.picturesDirectory)
+        } catch {
+            if TrustedDirectory.isMissing(error) { return }
+            throw error
+        }
+        let pending = Self.pendingPictureName(name)
+        guard let bytes = try pictures.readFile(pending, .rootWritable(maximumSize: Self.maximumPictureSize)) else { return }
+        guard SHA256.hex(bytes) == expectedSHA256 else { return }
+        do {
+            try pictures.renameFile(pending, to: name.value)
+        } catch {
+            // A login and the enrollment itself may both settle; the second finds it done.
+            if case .system(_, _, let errno) = error, errno.rawValue == ENOENT { return }
+            throw error
+        }
     }
 
     /// The stored picture of `name` (regular, root-owned, not writable by others, ≤ 32 MiB).

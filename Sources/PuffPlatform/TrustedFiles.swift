@@ -215,6 +215,20 @@ public struct TrustedDirectory: ~Copyable {
         if let failure { throw failure }
     }
 
+    /// Renames `from` over `to` in this directory and syncs the directory.
+    public func renameFile(_ from: String, to: String) throws(StoreError) {
+        do {
+            try descriptor.rename(from, to: to)
+        } catch {
+            throw .system("rename", path: path + "/" + to, error)
+        }
+        do {
+            try descriptor.sync()
+        } catch {
+            throw .system("fsync", path: path, error)
+        }
+    }
+
     /// Removes `name`; `false` when it did not exist.
     public func removeFile(_ name: String) throws(StoreError) -> Bool {
         do {

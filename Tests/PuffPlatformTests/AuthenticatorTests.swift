@@ -209,7 +209,38 @@ struct AuthenticatorTests {
         try authenticator.storePasscode(try secret("604917"), type: .digits6, for: impostor)
         #expect(errorKind { () throws(StoreError) in _ = try authenticator.subject(for: "root") } == .wrongOwner)
     }
+
+    @Test("a gesture enrollment killed between its record and its picture is finished by the next login")
+    func stagedPicture() throws {
+        let scratch = try ScratchDirectory()
+        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        let account = try root()
+        let records = RecordStore(directory: scratch("etc"))
+        let wire = Array("puff-gesture:1:400x300:p 10,10 200,10 200,200;t 300,80".utf8)
+        let template = try GestureEnroller.build(from: try GestureWire.parse(wire),
+                                                 parameters: try PuffOptions().gestureParameters())
+        let first: [UInt8] = [0x89, 0x50, 1, 2, 3], second: [UInt8] = [0x89, 0x50, 9, 9, 9]
+        try authenticator.storeGesture(template, picture: first, for: account)
+        #expect(try records.loadPicture(account.name) == first)
+        #expect(!(try directoryNames(scratch("etc/pictures"))).contains(".next-root"))
+        // What a kill after the record's rename leaves: the new record, its picture staged.
+        try records.stagePicture(second, for: account.name)
+        var record = try #require(try records.load(account))
+        let gesture = try #require(record.gesture)
+        record.gesture = StoredGesture(pictureWidth: gesture.pictureWidth, pictureHeight: gesture.pictureHeight,
+                                       pictureSHA256: SHA256.hex(second), sealedTemplate: gesture.sealedTemplate)
+        try records.save(record)
+        #expect(try records.loadPicture(account.name) == first)
+        _ = try authenticator.subject(for: "root")
+        #expect(try records.loadPicture(account.name) == second)
+        #expect(!(try directoryNames(scratch("etc/pictures"))).contains(".next-root"))
+        // A staged picture whose record never committed is left alone and never shown.
+        try records.stagePicture(first, for: account.name)
+        _ = try authenticator.subject(for: "root")
+        #expect(try records.loadPicture(account.name) == second)
+    }
 }
+
 
 extension Tally {
     /// Only the failure run (the quick-factor fields change with every passcode success).
