@@ -15,7 +15,7 @@ public enum Fuzz {
 
     /// Writes `text` and a newline to standard error.
     public static func printError(_ text: String) {
-        let line = Array((text + "").utf8)
+        let line = Array((text + "\n").utf8)
         _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
     }
 
