@@ -17,7 +17,7 @@
 #  - the counter decodes and did not go down (except to 0 after the right secret);
 #  - the record is the old one byte for byte, or for an enrollment the new one (new secret
 #    works, replaced one does not, the other factor does), with its picture (an old record
-#    beside the new picture is printed as a FINDING and marked (mixed), not failed);
+#    beside the new picture is a violation);
 #  - the next normal login with the right passcode succeeds.
 #
 #   FAULT_ITERATIONS  bound on the number of runs (default: all of them)
@@ -126,9 +126,7 @@ for ((i = 0; i < budget; i++)); do
     case $state in
         BAD*) violation "$what: $state; $reproduce" ;;
         new) [ "$status" != 0 ] && results[$key]+="(new)" ;;
-        mixed-picture)
-            results[$key]+="(mixed)"
-            echo "FINDING: $what: old record beside the new picture; $reproduce" ;;
+        mixed-picture) violation "$what: old record beside the new picture; $reproduce" ;;
     esac
     next=$(login_code "$old_passcode")
     [ "$next" = 0 ] || violation "$what: the next normal login got PAM code $next; $reproduce"
@@ -136,8 +134,7 @@ done
 
 echo
 echo "results per operation, syscall and errno (store: the fault hit a Puff file; exitN: the"
-echo "harness's PAM code or puff-enroll's status; (new): the change took although reported failed;"
-echo "(mixed): the old record beside the new picture):"
+echo "harness's PAM code or puff-enroll's status; (new): the change took although reported failed):"
 for key in $(printf '%s\n' "${!results[@]}" | sort | tr ' ' '|'); do
     k=${key//|/ }
     printf '  %-32s %3d runs:' "$k" "${runs[$k]}"
