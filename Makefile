@@ -21,7 +21,7 @@ MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disa
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps module cli helper test demo bench race fuzz killsweep faults valgrind timing install uninstall clean
+.PHONY: all build deps module cli helper test demo bench race fuzz killsweep faults valgrind timing tsan install uninstall clean
 
 all: build
 
@@ -111,6 +111,11 @@ valgrind: module
 	$(SWIFT) build --product puff-pam-harness
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/valgrind.sh
 
+# ThreadSanitizer over the threaded harness with a TSan build of the module (scripts/tsan.sh).
+tsan: deps
+	$(SWIFT) build --product puff-enroll
+	PUFF_BIN=$$($(SWIFT) build --show-bin-path) SWIFT=$(SWIFT) bash scripts/tsan.sh
+
 # Wrong passcode for an enrolled user, an account without a record and no account: medians,
 # prompts, rounds and fsyncs side by side (scripts/timing.sh; TIMING_SAMPLES, default 60).
 timing: module
@@ -134,4 +139,4 @@ uninstall:
 		$(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)$(USERBINDIR)/puff-pad
 
 clean:
-	rm -rf build .build .build-module .build-fuzz .build-helper
+	rm -rf build .build .build-module .build-fuzz .build-tsan .build-helper
