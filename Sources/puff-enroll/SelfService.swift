@@ -69,59 +69,13 @@ struct SelfService {
         }
     }
 
-    /// Runs the helper with `operation`, writes the frames to its stdin, returns its status and stdout.
+    /// Runs the helper with `operation` and the framed request; its status and stdout.
     private func run(_ operation: String, frames: [UnsafeRawBufferPointer]) throws -> (Int32, [UInt8]) {
-        signal(SIGPIPE, SIG_IGN)
-        var input: [Int32] = [-1, -1], output: [Int32] = [-1, -1]
-        guard pipe(&input) == 0, pipe(&output) == 0 else { throw Failure(ExitCodes.storeFailure, "pipe failed") }
-        for descriptor in [input[1], output[0]] { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        var argv: [UnsafeMutablePointer<CChar>?] = [strdup("puff-check"), strdup(operation), nil]
-        defer { argv.forEach { free($0) } }
-        var envp: [UnsafeMutablePointer<CChar>?] = [nil]
-        var child: pid_t = 0
-        let spawned = posix_spawn(&child, helper, &actions, nil, &argv, &envp)
-        close(input[0])
-        close(output[1])
-        guard spawned == 0 else {
-            close(input[1])
-            close(output[0])
-            throw Failure(ExitCodes.storeFailure, "cannot run the helper \(helper): \(Errno(spawned))")
-        }
-        for frame in frames { send(frame, to: input[1]) }
-        close(input[1])
-        var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1024)
-        while result.count <= HelperReport.maximumSize {
-            let got = read(output[0], &chunk, chunk.count)
-            if got < 0 && errno == EINTR { continue }
-            guard got > 0 else { break }
-            result += chunk.prefix(got)
-        }
-        close(output[0])
-        var status: Int32 = 0
-        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-        return (status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f), result)
-    }
-
-    /// The length line, then the bytes (a closed pipe just ends the writing: the helper then
-    /// refuses the request).
-    private func send(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) {
-        Array("\(bytes.count)\n".utf8).withUnsafeBytes { writeAll($0, descriptor) }
-        writeAll(bytes, descriptor)
-    }
-
-    private func writeAll(_ bytes: UnsafeRawBufferPointer, _ descriptor: Int32) {
-        var done = 0
-        while done < bytes.count, let base = bytes.baseAddress {
-            let wrote = write(descriptor, base + done, bytes.count - done)
-            if wrote < 0 && errno == EINTR { continue }
-            guard wrote > 0 else { return }
-            done += wrote
+        do {
+            let (status, output) = try HelperProcess(path: helper).run(operation, input: frames, framed: true)
+            return (status, output ?? [])
+        } catch {
+            throw Failure(ExitCodes.storeFailure, "cannot run the helper \(helper): \(error)")
         }
     }
 }

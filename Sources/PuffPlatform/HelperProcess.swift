@@ -1,0 +1,142 @@
+import Glibc
+import PuffCore
+
+/// Runs the setuid helper `puff-check` (for the module when it is not root, and for
+/// `puff-enroll` run by an ordinary user) and collects its exit status and report.
+///
+/// posix_spawn, not fork: the module's host may be multithreaded. The child gets an empty
+/// environment, default signal dispositions and an empty mask, a socket as stdin and as
+/// stdout, and /dev/null as stderr; every other descriptor of the parent is O_CLOEXEC or closed
+/// by the helper itself. The input goes over a socketpair with MSG_NOSIGNAL, so a helper that
+/// dies early gives EPIPE, never a SIGPIPE that would kill the host; no signal disposition of
+/// the caller is touched.
+public struct HelperProcess: Sendable {
+    /// The helper executable.
+    public let path: String
+
+    /// Runs the helper at `path`.
+    public init(path: String) { self.path = path }
+
+    /// Longest standard output read back (a report).
+    public static let maximumOutput = HelperReport.maximumSize
+
+    /// Runs `puff-check operation`, sends `input` on its stdin (each buffer preceded by its
+    /// length line when `framed`, as enrollment requests are), closes it, and returns the exit
+    /// status and the standard output (`nil` when longer than a report can be). A helper
+    /// killed by a signal, or one this process cannot wait for, throws.
+    public func run(_ operation: String, input: [UnsafeRawBufferPointer], framed: Bool = false)
+        throws(StoreError) -> (status: Int32, output: [UInt8]?) {
+        var toChild: [Int32] = [-1, -1]
+        var fromChild: [Int32] = [-1, -1]
+        // Socket pairs both ways: MSG_NOSIGNAL needs a socket, and Glibc's module does not
+        // import pipe2.
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &toChild) == 0 else {
+            throw failure("socketpair")
+        }
+        defer { toChild.forEach { if $0 >= 0 { close($0) } } }
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fromChild) == 0 else {
+            throw failure("socketpair")
+        }
+        defer { fromChild.forEach { if $0 >= 0 { close($0) } } }
+
+        let child = try spawn(operation, stdin: toChild[1], stdout: fromChild[1])
+        close(toChild[1]); toChild[1] = -1
+        close(fromChild[1]); fromChild[1] = -1
+
+        var sendError: StoreError?
+        do throws(StoreError) {
+            for buffer in input {
+                if framed {
+                    let header = Array("\(buffer.count)\n".utf8)
+                    let failed = header.withUnsafeBytes { bytes -> StoreError? in
+                        do throws(StoreError) {
+                            try send(bytes, to: toChild[0])
+                            return nil
+                        } catch {
+                            return error
+                        }
+                    }
+                    if let failed { throw failed }
+                }
+                try send(buffer, to: toChild[0])
+            }
+        } catch {
+            sendError = error
+        }
+        shutdown(toChild[0], Int32(SHUT_WR))
+        let output = readOutput(fromChild[0])
+        let status = try wait(child)
+        if let sendError, status == 0 { throw sendError }
+        return (status, output)
+    }
+
+    private func send(_ bytes: UnsafeRawBufferPointer, to socket: Int32) throws(StoreError) {
+        var done = 0
+        while done < bytes.count, let base = bytes.baseAddress {
+            let sent = Glibc.send(socket, base + done, bytes.count - done, Int32(MSG_NOSIGNAL))
+            if sent < 0 && errno == EINTR { continue }
+            guard sent > 0 else { throw failure("send") }
+            done += sent
+        }
+    }
+
+    private func failure(_ operation: String, _ error: Int32 = errno) -> StoreError {
+        .system(operation, path: path, Errno(error))
+    }
+
+    private func spawn(_ operation: String, stdin: Int32, stdout: Int32) throws(StoreError) -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        guard posix_spawn_file_actions_init(&actions) == 0 else { throw failure("posix_spawn_file_actions_init") }
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        var attributes = posix_spawnattr_t()
+        guard posix_spawnattr_init(&attributes) == 0 else { throw failure("posix_spawnattr_init") }
+        defer { posix_spawnattr_destroy(&attributes) }
+
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var defaults = sigset_t()
+        sigfillset(&defaults)
+        guard posix_spawn_file_actions_adddup2(&actions, stdin, 0) == 0,
+              posix_spawn_file_actions_adddup2(&actions, stdout, 1) == 0,
+              posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) == 0,
+              posix_spawnattr_setsigmask(&attributes, &empty) == 0,
+              posix_spawnattr_setsigdefault(&attributes, &defaults) == 0,
+              posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) == 0 else {
+            throw failure("posix_spawn setup")
+        }
+        let name = strdup("puff-check"), verb = strdup(operation)
+        defer { free(name); free(verb) }
+        guard let name, let verb else { throw failure("strdup", ENOMEM) }
+        var argv: [UnsafeMutablePointer<CChar>?] = [name, verb, nil]
+        var envp: [UnsafeMutablePointer<CChar>?] = [nil]
+        var child: pid_t = 0
+        let result = posix_spawn(&child, path, &actions, &attributes, &argv, &envp)
+        guard result == 0 else { throw failure("posix_spawn", result) }
+        return child
+    }
+
+    /// The child's stdout up to EOF; `nil` when it is longer than a report can be.
+    private func readOutput(_ descriptor: Int32) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: Self.maximumOutput + 1)
+        let count: Int
+        do {
+            count = try bytes.withUnsafeMutableBytes { buffer throws(Errno) in try FileDescriptor.read(descriptor, into: buffer) }
+        } catch {
+            return nil
+        }
+        guard count <= Self.maximumOutput else { return nil }
+        return Array(bytes.prefix(count))
+    }
+
+    /// The child's exit status; a signal or a lost child (a host that reaps every child
+    /// itself) throws.
+    private func wait(_ child: pid_t) throws(StoreError) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(child, &status, 0) < 0 {
+            guard errno == EINTR else { throw failure("waitpid") }
+        }
+        // WIFEXITED / WEXITSTATUS, spelled out (they are C macros).
+        guard status & 0x7f == 0 else { throw .unsafe(path: path, reason: "the helper was killed by signal \(status & 0x7f)") }
+        return (status >> 8) & 0xff
+    }
+}
