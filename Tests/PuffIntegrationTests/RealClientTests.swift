@@ -110,6 +110,8 @@ struct RealClientTests {
 
     /// An sshd of its own: `<fixture>/sshd-puff-XXXX` → /usr/sbin/sshd, /etc/pam.d/sshd-puff-XXXX
     /// with the module, a fresh host key, a free port on 127.0.0.1. Stopped and removed on deinit.
+    /// `launcher` (absolute path first) runs before sshd and must end by exec'ing its arguments
+    /// (for example `unshare` and a shell that mounts a store), so the daemon keeps its pid.
     final class PrivateSSHServer {
         let fixture: Fixture
         let service: String
@@ -118,7 +120,7 @@ struct RealClientTests {
         var pamFile: String { "/etc/pam.d/" + service }
         var log: String { (try? String(contentsOfFile: fixture.root + "/sshd.log", encoding: .utf8)) ?? "" }
 
-        init(_ fixture: Fixture, moduleArguments: String) throws {
+        init(_ fixture: Fixture, moduleArguments: String, launcher: [String] = []) throws {
             self.fixture = fixture
             service = "sshd-puff-" + String(UInt32.random(in: 0x100000...0xffffff), radix: 16)
             port = try Self.freePort()
@@ -150,7 +152,7 @@ struct RealClientTests {
                 """, mode: 0o644)
             let program = fixture.root + "/" + service
             try FileManager.default.createSymbolicLink(atPath: program, withDestinationPath: "/usr/sbin/sshd")
-            let daemon = try Spawned([program, "-D", "-e", "-f", fixture.root + "/sshd_config"], log: fixture.root + "/sshd.log")
+            let daemon = try Spawned(launcher + [program, "-D", "-e", "-f", fixture.root + "/sshd_config"], log: fixture.root + "/sshd.log")
             self.daemon = daemon
             // Bounded start-up: the port must accept within 15 s.
             let deadline = Date().addingTimeInterval(15)
