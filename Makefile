@@ -130,6 +130,7 @@ install: build
 	install -m 4755 -o root -g root build/puff-check $(DESTDIR)$(BINDIR)/puff-check
 	install -d $(DESTDIR)$(USERBINDIR)
 	install -m 0755 build/puff-pad $(DESTDIR)$(USERBINDIR)/puff-pad
+	install -d $(DESTDIR)/etc/pam.d
 	install -m 0644 pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-enroll
 	install -d -m 0755 $(DESTDIR)/etc/puff
 	install -d -m 0700 $(DESTDIR)/var/lib/puff
