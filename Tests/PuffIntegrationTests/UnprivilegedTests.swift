@@ -47,8 +47,8 @@ struct UnprivilegedTests {
             try copy(GestureLoginTests.picture, to: bin + "/picture.png", mode: 0o644)
             // Empty mount points, made when missing and left in place (the installed layout has
             // them anyway): removing them could pull them from under a concurrent run.
-            for point in ["/etc/puff", "/var/lib/puff"] where access(point, F_OK) != 0 {
-                #expect(mkdir(point, 0o755) == 0 || errno == EEXIST)
+            for (point, mode) in [("/etc/puff", 0o755), ("/var/lib/puff", 0o700)] where access(point, F_OK) != 0 {
+                #expect(mkdir(point, mode_t(mode)) == 0 || errno == EEXIST)
             }
         }
 
