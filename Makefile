@@ -51,10 +51,10 @@ cli: deps
 	$(SWIFT) build -c release --product puff-pad
 	install -m 0755 .build/release/puff-pad build/puff-pad
 
-# The setuid helper: release, Swift runtime linked in (a setuid binary must not load
-# libraries from a toolchain path), in its own scratch directory.
+# The setuid helper: release, Swift runtime linked in and no RUNPATH (a setuid binary must
+# not load libraries from a toolchain path or from beside itself), in its own scratch directory.
 helper: deps
-	$(SWIFT) build -c release --product puff-check --static-swift-stdlib --scratch-path .build-helper
+	$(SWIFT) build -c release --product puff-check --static-swift-stdlib --disable-local-rpath --scratch-path .build-helper
 	mkdir -p build
 	install -m 0755 .build-helper/release/puff-check build/puff-check
 

@@ -143,6 +143,17 @@ struct UnprivilegedTests {
                                        input: "604917")
         #expect(poisoned.status == 0, "\(poisoned.output) \(poisoned.errors)")
         #expect(poisoned.output.contains("outcome success"))
+        // And it opens exactly the same files with a poisoned environment as with a clean one
+        // (strace, as root, on `query` for root, which has no record: nothing is written).
+        // The loader's own variables (LD_*) are left out: traced as root there is no setuid
+        // transition, and in a real one the kernel's secure mode makes ld.so ignore them.
+        let clean = try Self.openedFiles(stage.helper, environment: ["PATH": "/usr/bin:/bin"], trace: stage.fixture.root + "/clean")
+        let dirty = try Self.openedFiles(stage.helper, environment: [
+            "PATH": "/tmp:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "XDG_CONFIG_HOME": "/tmp", "LANG": "xx_XX.UTF-8",
+            "LC_ALL": "xx_XX.UTF-8", "PUFF_DIR": "/tmp", "PUFF_CONF": "/tmp/puff.conf", "SWIFT_BACKTRACE": "enable=yes",
+        ], trace: stage.fixture.root + "/dirty")
+        #expect(clean.contains("puff.conf"), "\(clean)")
+        #expect(clean == dirty, "clean: \(clean)\npoisoned: \(dirty)")
         // Oversized input is refused unread and not counted.
         let huge = try stage.runAs(alice, [stage.helper, "verify"], input: String(repeating: "7", count: 70_000))
         #expect(huge.status == 2)
@@ -153,6 +164,30 @@ struct UnprivilegedTests {
         let closed = try stage.runAs(alice, ["/bin/sh", "-c", "exec \(stage.helper) query 2>&-"])
         #expect(closed.status == 0)
         #expect(closed.output.hasPrefix("puff-check 1\noutcome state\n"))
+    }
+
+    @Test func theHelperLoadsNothingFromBesideItselfOrTheToolchain() throws {
+        let dynamic = try run("/usr/bin/readelf", ["-d", Self.helperBinary])
+        #expect(dynamic.status == 0, "\(dynamic.errors)")
+        #expect(!dynamic.output.contains("RUNPATH") && !dynamic.output.contains("RPATH"), "\(dynamic.output)")
+        #expect(!dynamic.output.contains("libswift"), "\(dynamic.output)")
+    }
+
+    /// The paths `helper query` opens (openat), traced with strace under `environment`.
+    static func openedFiles(_ helper: String, environment: [String: String], trace: String) throws -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
+        process.arguments = ["-f", "-qq", "-e", "trace=openat,open", "-o", trace, helper, "query"]
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        let text = try String(contentsOfFile: trace, encoding: .utf8)
+        return text.split(separator: "\n").compactMap { line in
+            guard let open = line.range(of: "\""), let close = line[open.upperBound...].range(of: "\"") else { return nil }
+            return String(line[open.upperBound..<close.lowerBound])
+        }
     }
 
     /// An account with a known system password, set only inside the namespace: the stage's
