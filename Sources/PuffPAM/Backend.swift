@@ -28,8 +28,9 @@ enum Backend {
             case .notEnrolled(let reason):
                 return (.direct(authenticator, subject), Preflight(notEnrolledReason: reason, lock: .open,
                                                                    acceptance: subject.acceptance))
-            case .enrolled(_, _, let lock, let acceptance):
-                return (.direct(authenticator, subject), Preflight(notEnrolledReason: nil, lock: lock, acceptance: acceptance))
+            case .enrolled(let enrolled):
+                return (.direct(authenticator, subject),
+                        Preflight(notEnrolledReason: nil, lock: enrolled.lock, acceptance: enrolled.acceptance))
             }
         }
         let client = HelperClient(path: options.helperPath)

@@ -23,17 +23,31 @@ public struct Authenticator {
     public enum Subject: Sendable {
         /// No usable account or no record: the attempt runs against a dummy hash and fails.
         case notEnrolled(reason: String)
-        /// An enrolled user, whether the lockout allows an attempt now, and which factor
-        /// is accepted now.
-        case enrolled(Account, UserRecord, LockStatus, Acceptance)
+        /// An enrolled user and what the store says before the prompt.
+        case enrolled(Enrolled)
 
         /// Which factor the prompt offers (users without a record see the common prompt).
         public var acceptance: Acceptance {
             switch self {
             case .notEnrolled: .unenrolled
-            case .enrolled(_, _, _, let acceptance): acceptance
+            case .enrolled(let enrolled): enrolled.acceptance
             }
         }
+    }
+
+    /// An enrolled user as read before the prompt (the attempt reads record and counter
+    /// again under the lock).
+    public struct Enrolled: Sendable {
+        /// The account.
+        public var account: Account
+        /// The record.
+        public var record: UserRecord
+        /// The counter as read.
+        public var tally: Tally
+        /// Whether the lockout allows an attempt now.
+        public var lock: LockStatus
+        /// Which factor is accepted now.
+        public var acceptance: Acceptance
     }
 
     /// Resolves `userName` (raw, as the application gave it) to a subject.
@@ -49,8 +63,9 @@ public struct Authenticator {
         }
         let tally = try counters.read(account.name)
         let time = now()
-        return .enrolled(account, record, options.lockout.status(of: tally, now: time, isRoot: account.uid == 0),
-                         options.quickFactor.acceptance(of: record, tally, bootID: bootID(), now: time))
+        return .enrolled(Enrolled(account: account, record: record, tally: tally,
+                                  lock: options.lockout.status(of: tally, now: time, isRoot: account.uid == 0),
+                                  acceptance: options.quickFactor.acceptance(of: record, tally, bootID: bootID(), now: time)))
     }
 
     /// What an attempt came to.
@@ -78,7 +93,8 @@ public struct Authenticator {
         case .notEnrolled:
             try runDummyVerification(passcode)
             return .notEnrolled
-        case .enrolled(let account, _, _, _):
+        case .enrolled(let enrolled):
+            let account = enrolled.account
             guard let hostKey = try records.loadHostKey() else {
                 throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
             }

@@ -67,6 +67,8 @@ enum Enrollment {
         case .success:
             report.outcome = .success
             report.lock = .open
+            // A passcode success clears the run; a system password takes back only its own attempt.
+            if record?.passcode != nil { report.failures = 0 }
         case .failure(let failures, let lock, _):
             report.outcome = .failure
             report.failures = failures

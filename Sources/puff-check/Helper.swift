@@ -48,9 +48,7 @@ enum Helper {
             let subject = try authenticator.subject(for: account.name.value)
             switch operation {
             case .query:
-                let failures = try LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
-                    .read(account.name).failures
-                return write(state(of: subject, failures: failures)) ? HelperExit.success : HelperExit.failure
+                return write(state(of: subject)) ? HelperExit.success : HelperExit.failure
             case .verify:
                 return try verify(authenticator, subject, account)
             case .enrollPasscode, .enrollGesture:
@@ -63,12 +61,13 @@ enum Helper {
     }
 
     /// The state before the prompt.
-    static func state(of subject: Authenticator.Subject, failures: UInt32 = 0) -> HelperReport {
+    static func state(of subject: Authenticator.Subject) -> HelperReport {
         switch subject {
         case .notEnrolled:
             HelperReport(outcome: .notEnrolled, lock: .open, acceptance: subject.acceptance, failures: 0)
-        case .enrolled(_, _, let lock, let acceptance):
-            HelperReport(outcome: .state, lock: lock, acceptance: acceptance, failures: failures)
+        case .enrolled(let enrolled):
+            HelperReport(outcome: .state, lock: enrolled.lock, acceptance: enrolled.acceptance,
+                         failures: enrolled.tally.failures)
         }
     }
 
@@ -87,6 +86,7 @@ enum Helper {
             HelperLog.write(LOG_INFO, "user \(account.name): \(kind) accepted")
             result.outcome = .success
             result.lock = .open
+            result.failures = 0
         case .failure(let failures, let lock, let detail):
             HelperLog.write(LOG_NOTICE, "user \(account.name): authentication failure (\(failures) in a row)"
                             + (detail.isEmpty ? "" : "; " + detail))

@@ -102,6 +102,9 @@ struct UnprivilegedTests {
         #expect(locked.lines.contains("ERROR Puff: too many failed attempts; try again in 1 minute."))
         #expect(!locked.lines.contains { $0.hasPrefix("PROMPT") })
         #expect(try stage.fixture.failures(alice) == 3)
+        // The query reports the count it read (the same read that decided the lock).
+        let query = try stage.runAs(alice, [stage.helper, "query"])
+        #expect(query.output.contains("lock seconds ") && query.output.contains("failures 3\n"), "\(query.output)")
     }
 
     @Test func anOrdinaryUserCannotAuthenticateAnotherUserReadTheStoreOrResetItself() throws {

@@ -60,13 +60,14 @@ struct AuthenticatorTests {
             == Tally(failures: 3, lastFailure: Self.start + 10, lockedUntil: Self.start + 70))
 
         // The subject already shows the lock, before any secret is read.
-        guard case .enrolled(let who, let record, let status, _) = try authenticator.subject(for: "root") else {
+        guard case .enrolled(let enrolled) = try authenticator.subject(for: "root") else {
             Issue.record("root should be enrolled")
             return
         }
-        #expect(who == account)
-        #expect(record.passcode?.type == .digits6)
-        #expect(status == .locked(secondsLeft: 60))
+        #expect(enrolled.account == account)
+        #expect(enrolled.record.passcode?.type == .digits6)
+        #expect(enrolled.lock == .locked(secondsLeft: 60))
+        #expect(enrolled.tally.failures == 3)
 
         clock.advance(by: 30)
         #expect(try attempt(authenticator, "604917") == .locked(.locked(secondsLeft: 30)))

@@ -116,8 +116,8 @@ public func fuzzAuthenticate(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
     let expected = store.expectedSuccess(secretBytes, user: index)
     do throws(StoreError) {
         let subject = try store.authenticator.subject(for: userNames[index])
-        if case .enrolled(let account, _, _, _) = subject, try store.counters.read(account.name).clearingFailures() != store.counters.read(account.name) {
-            try store.counters.reset(account.name)
+        if case .enrolled(let enrolled) = subject, enrolled.tally.clearingFailures() != enrolled.tally {
+            try store.counters.reset(enrolled.account.name)
         }
         let fresh = try store.authenticator.subject(for: userNames[index])
         let outcome = try store.authenticator.attempt(secret, for: fresh)
