@@ -1,9 +1,11 @@
 # Puff: build, test, demo, bench, install.
 #
-# The PAM module is built in its own scratch directory with the Swift runtime linked
-# statically and a version script, so the host process (sshd, sudo, login...) loads no
-# libswift* and sees only the pam_sm_* symbols. These flags break `swift test` linking,
-# which is why they live here and not in Package.swift.
+# The PAM module and the setuid helper are built in Embedded Swift (`make module`, `make
+# helper`): no Swift runtime, no runtime metadata, no environment read at start-up, a few
+# hundred KB. swiftc compiles the same sources SwiftPM uses, one module at a time, in
+# .build-embedded; the CLI, the pad, the tests and the fuzzers stay on the full runtime. The
+# module gets a version script, so the host process (sshd, sudo, login...) sees only the
+# pam_sm_* symbols.
 
 PREFIX      ?= /usr/local
 DESTDIR     ?=
@@ -12,12 +14,25 @@ PAMDIR      ?= /usr/lib/$(MULTIARCH)/security
 BINDIR      ?= $(PREFIX)/sbin
 USERBINDIR  ?= $(PREFIX)/bin
 SWIFT       ?= swift
+SWIFTC      ?= swiftc
 DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
 	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl
-MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disable-local-rpath \
-	-Xswiftc -static-stdlib \
-	-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map \
-	-Xlinker -z -Xlinker nodelete -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
+
+# Embedded Swift. Embedded/Glibc stands in for the Glibc overlay Embedded Swift lacks, so the
+# shared sources say `import Glibc` in both builds. Strings need the toolchain's Unicode tables,
+# floating point needs libm. Every function gets its own section and the linker drops the ones
+# nothing reaches (PuffCore and PuffPlatform also serve the CLI).
+EMBEDDED        := .build-embedded
+EMBEDDED_TARGET := x86_64-unknown-linux-gnu
+EMBEDDED_LIBDIR := $(shell d=$$(dirname "$$(readlink -f "$$(command -v $(SWIFTC))")"); echo "$$d/../lib/swift/embedded/$(EMBEDDED_TARGET)")
+EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARGET) -wmo -Osize \
+	-Xfrontend -function-sections -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM
+EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -lm -lsodium -lpam -Xlinker --gc-sections \
+	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro -Xlinker --build-id
+CORE_SOURCES     := $(shell find Sources/PuffCore -name '*.swift' | sort)
+PLATFORM_SOURCES := $(shell find Sources/PuffPlatform -name '*.swift' | sort)
+PAM_SOURCES      := $(shell find Sources/PuffPAM -name '*.swift' | sort)
+HELPER_SOURCES   := $(shell find Sources/puff-check -name '*.swift' ! -name main.swift | sort)
 
 FUZZ_SECONDS ?= 60
 
@@ -39,10 +54,35 @@ deps:
 		exit $$status; \
 	fi
 
-module: deps
-	$(SWIFT) build $(MODULE_FLAGS)
+module: deps build/pam_puff.so
+
+$(EMBEDDED)/Glibc.o: Embedded/Glibc/Glibc.swift Embedded/Glibc/CGlibc/shim.h Embedded/Glibc/CGlibc/module.modulemap
+	mkdir -p $(EMBEDDED)
+	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name Glibc -emit-module -emit-module-path $(EMBEDDED)/Glibc.swiftmodule \
+		-c Embedded/Glibc/Glibc.swift -o $@
+
+$(EMBEDDED)/PuffCore.o: $(CORE_SOURCES) $(EMBEDDED)/Glibc.o
+	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffCore -emit-module -emit-module-path $(EMBEDDED)/PuffCore.swiftmodule \
+		-c $(CORE_SOURCES) -o $@
+
+$(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h $(EMBEDDED)/PuffCore.o
+	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPlatform -emit-module -emit-module-path $(EMBEDDED)/PuffPlatform.swiftmodule \
+		-c $(PLATFORM_SOURCES) -o $@
+
+# NODELETE, kept from the full-runtime build (whose runtime could not be unloaded): pam_end's
+# dlclose leaves the module mapped, so a host that authenticates again does not load it again.
+build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/PuffPlatform.o
+	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPAM -emit-library -o $(EMBEDDED)/pam_puff.so \
+		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED_LINK) \
+		-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map -Xlinker -z -Xlinker nodelete
 	mkdir -p build
-	install -m 0644 .build-module/release/libPuffPAM.so build/pam_puff.so
+	install -m 0644 $(EMBEDDED)/pam_puff.so $@
+
+build/puff-check: $(HELPER_SOURCES) Sources/CPAM/shim.h $(EMBEDDED)/PuffPlatform.o
+	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name puff_check -o $(EMBEDDED)/puff-check \
+		$(HELPER_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED_LINK) -Xlinker -pie
+	mkdir -p build
+	install -m 0755 $(EMBEDDED)/puff-check $@
 
 cli: deps
 	$(SWIFT) build -c release --product puff-enroll
@@ -51,12 +91,10 @@ cli: deps
 	$(SWIFT) build -c release --product puff-pad
 	install -m 0755 .build/release/puff-pad build/puff-pad
 
-# The setuid helper: release, Swift runtime linked in and no RUNPATH (a setuid binary must
-# not load libraries from a toolchain path or from beside itself), in its own scratch directory.
-helper: deps
-	$(SWIFT) build -c release --product puff-check --static-swift-stdlib --disable-local-rpath --scratch-path .build-helper
-	mkdir -p build
-	install -m 0755 .build-helper/release/puff-check build/puff-check
+# The setuid helper, Embedded Swift like the module (rules above): no Swift runtime to read
+# SWIFT_* variables or to load, and no RUNPATH (a setuid binary must not load libraries from a
+# toolchain path or from beside itself).
+helper: deps build/puff-check
 
 build: module cli helper
 
@@ -125,9 +163,9 @@ timing: module
 
 install: build
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(BINDIR)
-	install -m 0644 build/pam_puff.so $(DESTDIR)$(PAMDIR)/pam_puff.so
+	install -s -m 0644 build/pam_puff.so $(DESTDIR)$(PAMDIR)/pam_puff.so
 	install -m 0755 build/puff-enroll $(DESTDIR)$(BINDIR)/puff-enroll
-	install -m 4755 -o root -g root build/puff-check $(DESTDIR)$(BINDIR)/puff-check
+	install -s -m 4755 -o root -g root build/puff-check $(DESTDIR)$(BINDIR)/puff-check
 	install -d $(DESTDIR)$(USERBINDIR)
 	install -m 0755 build/puff-pad $(DESTDIR)$(USERBINDIR)/puff-pad
 	install -d $(DESTDIR)/etc/pam.d
@@ -140,4 +178,4 @@ uninstall:
 		$(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)$(USERBINDIR)/puff-pad
 
 clean:
-	rm -rf build .build .build-module .build-fuzz .build-tsan .build-helper
+	rm -rf build .build .build-embedded .build-fuzz .build-tsan

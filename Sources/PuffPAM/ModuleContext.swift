@@ -32,14 +32,10 @@ struct ModuleContext {
 
     // MARK: syslog
 
-    /// `pam_syslog` (LOG_AUTHPRIV) through its `va_list` form; the text is passed as a `%s`
-    /// argument so nothing in it is read as a format.
+    /// `pam_syslog` (LOG_AUTHPRIV); the text is passed as a `%s` argument so nothing in it is
+    /// read as a format.
     func log(_ priority: Int32, _ message: String) {
-        message.withCString { text in
-            withVaList([text]) { arguments in
-                pam_vsyslog(handle, priority, "%s", arguments)
-            }
-        }
+        message.withCString { text in puff_pam_syslog_text(handle, priority, text) }
     }
 
     // MARK: items
@@ -136,7 +132,7 @@ struct ModuleContext {
                 reply = .tooLong
                 return
             }
-            do {
+            do throws(StoreError) {
                 reply = .secret(try SecureBytes(copying: UnsafeRawBufferPointer(start: pointer, count: length)))
             } catch {
                 copyFailed = true

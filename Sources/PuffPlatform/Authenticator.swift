@@ -190,7 +190,7 @@ public struct Authenticator {
     static func gestureProblem(_ secret: borrowing SecureBytes, _ template: GestureTemplate) -> String? {
         secret.withBytes { bytes -> String? in
             let attempt: Gesture
-            do {
+            do throws(GestureFormatError) {
                 attempt = try GestureWire.parse(bytes)
                 try attempt.requireSize(width: template.width, height: template.height)
             } catch {

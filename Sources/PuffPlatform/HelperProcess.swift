@@ -118,13 +118,9 @@ public struct HelperProcess: Sendable {
     /// The child's stdout up to EOF; `nil` when it is longer than a report can be.
     private func readOutput(_ descriptor: Int32) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: Self.maximumOutput + 1)
-        let count: Int
-        do {
-            count = try bytes.withUnsafeMutableBytes { buffer throws(Errno) in try FileDescriptor.read(descriptor, into: buffer) }
-        } catch {
-            return nil
-        }
-        guard count <= Self.maximumOutput else { return nil }
+        // Array's closure methods rethrow untyped errors, so the typed read is caught inside.
+        let count = bytes.withUnsafeMutableBytes { buffer in try? FileDescriptor.read(descriptor, into: buffer) }
+        guard let count, count <= Self.maximumOutput else { return nil }
         return Array(bytes.prefix(count))
     }
 

@@ -67,10 +67,13 @@ public struct LockoutStore: Sendable {
         // Read only after the lock is held: the file may have been created or written by
         // another process between our open and our flock.
         var tally = try Self.decode(file, path: path)
-        let save = { (next: Tally) throws(StoreError) -> Void in
-            try Self.write(next, to: file, path: path)
+        // `save` captures the raw descriptor, which `file` keeps open until this function
+        // returns: a closure capturing the non-copyable `file` itself needs type metadata,
+        // which Embedded Swift does not have.
+        let descriptor = file.rawValue
+        return try body(&tally) { (next: Tally) throws(StoreError) -> Void in
+            try Self.write(next, to: descriptor, path: path)
         }
-        return try body(&tally, save)
     }
 
     /// The admin reset: clears the failures, the lock and an administrator's passcode
@@ -119,14 +122,14 @@ public struct LockoutStore: Sendable {
         }
     }
 
-    private static func write(_ tally: Tally, to file: borrowing FileDescriptor, path: String) throws(StoreError) {
+    private static func write(_ tally: Tally, to descriptor: Int32, path: String) throws(StoreError) {
         var bytes = tally.encoded()
         guard bytes.count <= fileSize else { throw .tooLarge(path: path) }
         bytes += [UInt8](repeating: 0, count: fileSize - bytes.count)
         let failure: Errno? = bytes.withUnsafeBytes { buffer -> Errno? in
             do throws(Errno) {
-                try file.writeAll(buffer, at: 0)
-                try file.sync()
+                try FileDescriptor.writeAll(descriptor, buffer, at: 0)
+                try FileDescriptor.sync(descriptor)
                 return nil
             } catch {
                 return error

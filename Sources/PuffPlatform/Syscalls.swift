@@ -102,6 +102,11 @@ public struct FileDescriptor: ~Copyable {
 
     /// `pwrite(2)` of the whole buffer at `offset`.
     public func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(Errno) {
+        try Self.writeAll(rawValue, bytes, at: offset)
+    }
+
+    /// `pwrite(2)` of the whole buffer at `offset` on a raw descriptor the caller keeps open.
+    public static func writeAll(_ rawValue: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(Errno) {
         var done = 0
         while done < bytes.count, let base = bytes.baseAddress {
             let wrote = pwrite(rawValue, base + done, bytes.count - done, off_t(offset + done))
@@ -135,6 +140,11 @@ public struct FileDescriptor: ~Copyable {
 
     /// `fsync(2)`.
     public func sync() throws(Errno) {
+        try Self.sync(rawValue)
+    }
+
+    /// `fsync(2)` on a raw descriptor the caller keeps open.
+    public static func sync(_ rawValue: Int32) throws(Errno) {
         while fsync(rawValue) != 0 {
             if errno != EINTR { throw Errno.current }
         }

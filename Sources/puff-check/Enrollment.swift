@@ -131,26 +131,40 @@ enum Enrollment {
             guard picture.starts(with: png) || picture.starts(with: [0xff, 0xd8, 0xff]) else {
                 return .failure(RuleError("the picture is neither PNG nor JPEG"))
             }
+            // One typed catch per step (Embedded Swift has no untyped `any Error`).
+            let parameters: GestureParameters
+            let first: Gesture, second: Gesture
+            let template: GestureTemplate
             do {
-                let parameters = try options.gestureParameters()
-                let first = try secret.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
-                let second = try confirm.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
-                guard first.width == second.width, first.height == second.height else {
-                    return .failure(RuleError("the two gestures are for different picture sizes"))
-                }
-                let template = try GestureEnroller.build(from: first, parameters: parameters)
-                guard GestureMatcher.verify(template, second).passed else {
-                    return .failure(RuleError("the confirmation does not match the first gesture"))
-                }
-                return .success(.gesture(template, picture))
+                parameters = try options.gestureParameters()
             } catch {
                 return .failure(RuleError("gesture refused: \(error)"))
             }
+            do throws(GestureFormatError) {
+                first = try secret.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
+                second = try confirm.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
+            } catch {
+                return .failure(RuleError("gesture refused: \(error)"))
+            }
+            guard first.width == second.width, first.height == second.height else {
+                return .failure(RuleError("the two gestures are for different picture sizes"))
+            }
+            do {
+                template = try GestureEnroller.build(from: first, parameters: parameters)
+            } catch {
+                return .failure(RuleError("gesture refused: \(error)"))
+            }
+            guard GestureMatcher.verify(template, second).passed else {
+                return .failure(RuleError("the confirmation does not match the first gesture"))
+            }
+            return .success(.gesture(template, picture))
         }
     }
 
-    struct RuleError: Error {
+    struct RuleError: Error, CustomStringConvertible {
         let reason: String
         init(_ reason: String) { self.reason = reason }
+        /// The reason (also what Embedded Swift can print).
+        var description: String { reason }
     }
 }

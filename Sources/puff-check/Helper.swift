@@ -1,3 +1,4 @@
+import CPAM
 import Glibc
 import PuffCore
 import PuffPlatform
@@ -23,9 +24,7 @@ enum HelperOperation: String {
 /// syslog under the helper's own name.
 enum HelperLog {
     static func write(_ priority: Int32, _ message: String) {
-        message.withCString { text in
-            withVaList([text]) { vsyslog(priority, "%s", $0) }
-        }
+        message.withCString { text in puff_syslog_text(priority, text) }
     }
 }
 

@@ -1,7 +1,3 @@
-import Glibc
-import PuffCore
-import PuffPlatform
-
 // puff-check: the setuid-root helper that lets Puff run in processes without root
 // (screen lockers, `puff-enroll` run by an ordinary user). In the spirit of pam_unix's
 // unix_chkpwd it checks only the account of its real uid, reads the secret from standard
@@ -15,15 +11,6 @@ import PuffPlatform
 // Exit: 0 verified (verify) or state reported (query); 1 refused, with a report;
 // 2 usage; 3 failed closed (store, configuration, setup), no report.
 
-guard Hardening.apply() else { _exit(HelperExit.failure) }
-openlog("puff-check", LOG_PID, LOG_AUTHPRIV)
-guard geteuid() == 0 else {
-    HelperLog.write(LOG_ERR, "not running as root (the helper must be installed setuid root)")
-    exit(HelperExit.failure)
-}
-let arguments = CommandLine.arguments
-guard arguments.count == 2, let operation = HelperOperation(rawValue: arguments[1]) else {
-    HelperLog.write(LOG_NOTICE, "usage error by uid \(getuid())")
-    exit(HelperExit.usage)
-}
-exit(Helper.run(operation))
+// The full-runtime build's entry point (SwiftPM). `make helper` builds the helper in Embedded
+// Swift without this file: its entry point is the C `main` in Entry.swift.
+helperMain(operation: CommandLine.arguments.count == 2 ? CommandLine.arguments[1] : nil)

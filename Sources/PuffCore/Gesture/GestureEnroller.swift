@@ -64,7 +64,7 @@ public enum GestureEnroller {
             throw .tooSimple
         }
         return GestureTemplate(checkedWidth: gesture.width, height: gesture.height, parameters: parameters,
-                               storedPoints: storedPoints, kinds: gesture.parts.map(\.kind), scale: scale)
+                               storedPoints: storedPoints, kinds: gesture.parts.map { $0.kind }, scale: scale)
     }
 
     /// The parts of a validated gesture in milli-pixels.

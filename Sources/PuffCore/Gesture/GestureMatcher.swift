@@ -58,8 +58,8 @@ public enum GestureMatcher {
         }
 
         var diagnostics: [GesturePartDiagnostics] = []
-        let storedParts = zip(template.parts.lazy.map(\.kind), template.storedPoints)
-        let inputParts = zip(attempt.parts.lazy.map(\.kind), drawn)
+        let storedParts = zip(template.parts.lazy.map { $0.kind }, template.storedPoints)
+        let inputParts = zip(attempt.parts.lazy.map { $0.kind }, drawn)
         for ((storedKind, stored), (inputKind, input)) in zip(storedParts, inputParts) {
             switch (storedKind, inputKind) {
             case (.tap, .tap):
@@ -73,7 +73,7 @@ public enum GestureMatcher {
                     hitCount: 0, requiredHits: 1, orderedHits: 0, inputRasterCount: 0, rasterLimit: 0))
             }
         }
-        let passed = diagnostics.allSatisfy(\.passed)
+        let passed = diagnostics.allSatisfy { $0.passed }
         return GestureMatchResult(passed: passed, failure: passed ? nil : .partMismatch, parts: diagnostics)
     }
 

@@ -61,7 +61,7 @@ public struct GestureTemplate: Equatable, Sendable {
             storedPoints.append(points)
         }
         self.init(checkedWidth: width, height: height, parameters: parameters,
-                  storedPoints: storedPoints, kinds: parts.map(\.kind), scale: scale)
+                  storedPoints: storedPoints, kinds: parts.map { $0.kind }, scale: scale)
     }
 
     /// Creates a template from points the caller has already checked.
@@ -73,7 +73,7 @@ public struct GestureTemplate: Equatable, Sendable {
         self.storedPoints = storedPoints
         self.scale = scale
         self.parts = zip(kinds, storedPoints).map { kind, points in
-            GesturePart(kind: kind, points: points.map(\.pixels))
+            GesturePart(kind: kind, points: points.map { $0.pixels })
         }
     }
 
@@ -81,7 +81,7 @@ public struct GestureTemplate: Equatable, Sendable {
     public static func == (lhs: GestureTemplate, rhs: GestureTemplate) -> Bool {
         lhs.width == rhs.width && lhs.height == rhs.height
             && lhs.parameters == rhs.parameters && lhs.storedPoints == rhs.storedPoints
-            && lhs.parts.map(\.kind) == rhs.parts.map(\.kind)
+            && lhs.parts.map { $0.kind } == rhs.parts.map { $0.kind }
     }
 }
 

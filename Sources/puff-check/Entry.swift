@@ -1,0 +1,30 @@
+import CPAM
+import Glibc
+import PuffCore
+import PuffPlatform
+
+/// The whole run: hardening before anything is read, then one operation for the real uid.
+/// `operation` is `argv[1]` when there is exactly one argument.
+func helperMain(operation: String?) -> Never {
+    guard Hardening.apply() else { _exit(HelperExit.failure) }
+    openlog("puff-check", LOG_PID, LOG_AUTHPRIV)
+    guard geteuid() == 0 else {
+        HelperLog.write(LOG_ERR, "not running as root (the helper must be installed setuid root)")
+        exit(HelperExit.failure)
+    }
+    guard let operation = operation.flatMap(HelperOperation.init(rawValue:)) else {
+        HelperLog.write(LOG_NOTICE, "usage error by uid \(getuid())")
+        exit(HelperExit.usage)
+    }
+    exit(Helper.run(operation))
+}
+
+#if $Embedded
+// `make helper` builds the helper in Embedded Swift, which has no `CommandLine`, from every
+// file but main.swift; this C entry point hands over argv instead.
+@_cdecl("main")
+func main(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    // The kernel gives argc entries before argv's NULL; a name that is not UTF-8 is no operation.
+    helperMain(operation: argc == 2 ? argv?[1].flatMap { String(validatingCString: $0) } : nil)
+}
+#endif
