@@ -109,7 +109,10 @@ test: module helper
 demo: build
 	bash scripts/demo.sh
 
+# Figures, not tests (scripts/bench.sh): what loading the module costs a host next to pam_unix,
+# pam_faillock and pam_permit, whole-process pamtester runs, the helper, environment reads.
 bench: build timing
+	cc -O2 -Wall -o build/puff-loadprobe Tests/Bench/loadprobe.c -Wl,--no-as-needed -lpam -ldl
 	$(SWIFT) build -c release --product gesture-bench
 	bash scripts/bench.sh
 	.build/release/gesture-bench

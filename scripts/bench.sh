@@ -1,54 +1,169 @@
 #!/usr/bin/env bash
-# make bench: figures, not tests. Prints medians of whole-process pamtester runs:
-#   1. pam_permit vs pam_puff with argon2id at its minimum cost: the module's own overhead;
-#   2. pam_puff at the default cost vs pam_unix with the system's yescrypt.
-# pamtester only reads /etc/pam.d, so the benchmark writes /etc/pam.d/puff-bench-* service
-# files for the duration of the run and removes them on exit. It uses a scratch Puff store.
+# make bench: figures, not tests. From one run, side by side:
+#   1. what loading each PAM module costs its host: size (stripped), Swift runtime libraries,
+#      exported symbols, dlopen(RTLD_NOW) time and the resident / private dirty / proportional
+#      memory the load adds (build/puff-loadprobe, medians over LOADS fresh processes), for
+#      pam_puff next to pam_unix, pam_faillock and pam_permit;
+#   2. whole-process pamtester runs: pam_permit and pam_puff at argon2id's minimum cost in
+#      pairs (one of each, alternating, RUNS pairs), then pam_puff at the default cost,
+#      pam_unix with the system's yescrypt, and pam_faillock in front of pam_unix;
+#   3. the setuid helper: size, runtime libraries, and the time of one `puff-check query`
+#      as an ordinary enrolled user (a screen locker's call before its prompt);
+#   4. whether anything in the module or the helper can read the environment (getenv,
+#      secure_getenv or environ imported; SWIFT_* variable names inside).
+# BENCH_BASELINE_MODULE / BENCH_BASELINE_HELPER add rows for other builds (an older one).
+#
+# Everything runs in a private mount namespace over a private copy of /etc: the benchmark's
+# account, its system password, its PAM services and its puff.conf exist only there, and the
+# stores are scratch directories. Nothing on the machine changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ -z "${PUFF_BENCH_NAMESPACE:-}" ]; then
+  exec unshare --mount --propagation private env PUFF_BENCH_NAMESPACE=1 bash "$0" "$@"
+fi
 RUNS=${RUNS:-100}
+LOADS=${LOADS:-200}
 MODULE=$PWD/build/pam_puff.so
-ENROLL=$PWD/build/puff-enroll
+HELPER=$PWD/build/puff-check
+ENROLL=${BENCH_ENROLL:-$PWD/build/puff-enroll}
+PROBE=$PWD/build/puff-loadprobe
+SECURITY=/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/security
 USER_NAME=puff-bench
 PASSCODE=604917
-id "$USER_NAME" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$USER_NAME"
-echo "$USER_NAME:$PASSCODE-unix" | chpasswd   # a yescrypt hash made by the system's own chpasswd
 
 WORK=$(mktemp -d /tmp/puff-bench-XXXXXX)
 chmod 755 "$WORK"
-SERVICES=()
-cleanup() { rm -rf "$WORK"; for s in "${SERVICES[@]}"; do rm -f "/etc/pam.d/$s"; done; }
+cleanup() { umount /etc 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
-mkdir -m 700 "$WORK/min" "$WORK/default" "$WORK/state"
+cp -a /etc "$WORK/etc"
+mount --bind "$WORK/etc" /etc
+mkdir -m 700 "$WORK/min" "$WORK/default" "$WORK/state" "$WORK/faillock" "$WORK/store"
+mkdir -m 755 "$WORK/bin" "$WORK/lib"
 
-service() {  # service NAME LINE: a temporary /etc/pam.d file
-  echo "$2" > "/etc/pam.d/$1"
-  SERVICES+=("$1")
-}
-median_ms() {  # median_ms SERVICE SECRET: median wall time of RUNS pamtester processes
-  local times=() start end
-  for _ in $(seq "$RUNS"); do
-    start=$(date +%s%N)
-    echo "$2" | pamtester "$1" "$USER_NAME" authenticate >/dev/null 2>&1 || { echo "pamtester $1 failed" >&2; exit 1; }
-    end=$(date +%s%N)
-    times+=($(( (end - start) / 1000 )))
-  done
-  printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f", m/1000}'
-}
+id "$USER_NAME" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$USER_NAME"
+echo "$USER_NAME:$PASSCODE-unix" | chpasswd   # a yescrypt hash made by chpasswd, in the private /etc
 
+median() { sort -n | awk '{a[NR]=$1} END {if (NR == 0) {print "-"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+now_us() { local t=$EPOCHREALTIME; echo "${t/./}"; }
+
+# 1. Loading. Stripped copies, flushed to disk: a page of a file still dirty in the page
+# cache would count as private dirty in the host.
+strip_copy() {  # strip_copy FILE NAME: a stripped copy in $WORK/lib
+  strip --strip-all -o "$WORK/lib/$2" "$1"
+  sync "$WORK/lib/$2"
+  echo "$WORK/lib/$2"
+}
+load_row() {  # load_row LABEL FILE
+  local file=$2 samples
+  samples=$(for _ in $(seq "$LOADS"); do "$PROBE" "$file" || exit 1; done)
+  local size runtime exported ms rss dirty pss
+  size=$(( $(stat -c %s "$file") / 1024 ))
+  runtime=$(readelf -d "$file" | grep -c 'NEEDED.*libswift' || true)
+  exported=$(nm -D --defined-only --extern-only "$file" | awk '{print $NF}' | grep -vc '^pam_sm_' || true)
+  ms=$(awk '{print $1 / 1e6}' <<<"$samples" | median)
+  rss=$(awk '{print $2}' <<<"$samples" | median)
+  dirty=$(awk '{print $3}' <<<"$samples" | median)
+  pss=$(awk '{print $4}' <<<"$samples" | median)
+  printf '  %-26s %9s %8s %9s %10.3f %8s %8s %8s\n' "$1" "$size" "$runtime" "$exported" "$ms" "$rss" "$dirty" "$pss"
+  echo "$ms" > "$WORK/dlopen-$1"
+}
+echo "Loading one module into a PAM host (medians over $LOADS processes, $(nproc) cores):"
+printf '  %-26s %9s %8s %9s %10s %8s %8s %8s\n' "module" "size KB" "libswift" "non-pam_sm" "dlopen ms" "Rss KB" "PrivDirty" "Pss KB"
+load_row pam_puff "$(strip_copy "$MODULE" pam_puff.so)"
+if [ -n "${BENCH_BASELINE_MODULE:-}" ]; then
+  load_row pam_puff-baseline "$(strip_copy "$BENCH_BASELINE_MODULE" pam_puff-baseline.so)"
+fi
+load_row pam_unix "$SECURITY/pam_unix.so"
+load_row pam_faillock "$SECURITY/pam_faillock.so"
+load_row pam_permit "$SECURITY/pam_permit.so"
+awk -v puff="$(cat "$WORK/dlopen-pam_puff")" -v unix="$(cat "$WORK/dlopen-pam_unix")" \
+  'BEGIN {printf "  dlopen pam_puff / pam_unix: %.2fx (goal <= 1)\n", puff / unix}'
+
+# 2. Whole-process pamtester.
 printf 'kdf_ops = 1\nkdf_mem_kib = 8\n' > "$WORK/min/puff.conf"; chmod 600 "$WORK/min/puff.conf"
 : > "$WORK/default/puff.conf"; chmod 600 "$WORK/default/puff.conf"
 echo "$PASSCODE" | "$ENROLL" passcode --user "$USER_NAME" --stdin --dir "$WORK/min" --state-dir "$WORK/state" --conf "$WORK/min/puff.conf" >/dev/null
 echo "$PASSCODE" | "$ENROLL" passcode --user "$USER_NAME" --stdin --dir "$WORK/default" --state-dir "$WORK/state" --conf "$WORK/default/puff.conf" >/dev/null
 
-service puff-bench-permit "auth required pam_permit.so"
-service puff-bench-min "auth required $MODULE dir=$WORK/min state_dir=$WORK/state conf=$WORK/min/puff.conf nodelay"
-service puff-bench-default "auth required $MODULE dir=$WORK/default state_dir=$WORK/state conf=$WORK/default/puff.conf nodelay"
-service puff-bench-unix "auth required pam_unix.so nodelay"
+echo "auth required pam_permit.so" > /etc/pam.d/puff-bench-permit
+echo "auth required $MODULE dir=$WORK/min state_dir=$WORK/state conf=$WORK/min/puff.conf nodelay" > /etc/pam.d/puff-bench-min
+echo "auth required $MODULE dir=$WORK/default state_dir=$WORK/state conf=$WORK/default/puff.conf nodelay" > /etc/pam.d/puff-bench-default
+echo "auth required pam_unix.so nodelay" > /etc/pam.d/puff-bench-unix
+printf 'auth requisite pam_faillock.so preauth dir=%s\nauth required pam_unix.so nodelay\n' "$WORK/faillock" > /etc/pam.d/puff-bench-faillock
 
-echo "pamtester whole-process medians over $RUNS runs each ($(nproc) cores):"
-printf '  %-44s %8s ms\n' "pam_permit" "$(median_ms puff-bench-permit x)"
-printf '  %-44s %8s ms\n' "pam_puff, argon2id at minimum cost (t=1, 8 KiB)" "$(median_ms puff-bench-min $PASSCODE)"
-printf '  %-44s %8s ms\n' "pam_puff, default cost (t=1, 64 MiB)" "$(median_ms puff-bench-default $PASSCODE)"
-printf '  %-44s %8s ms\n' "pam_unix, system yescrypt ($(getent shadow $USER_NAME | cut -d'$' -f2,3 | tr -d '\n'))" "$(median_ms puff-bench-unix $PASSCODE-unix)"
+run_ms() {  # run_ms SERVICE SECRET: wall time of one pamtester process, in microseconds
+  local start end
+  start=$(now_us)
+  echo "$2" | pamtester "$1" "$USER_NAME" authenticate >/dev/null 2>&1 || { echo "pamtester $1 failed" >&2; exit 1; }
+  end=$(now_us)
+  echo $(( end - start ))
+}
+median_ms() {  # median_ms SERVICE SECRET: median of RUNS pamtester processes, in ms
+  for _ in $(seq "$RUNS"); do run_ms "$1" "$2"; done | median | awk '{printf "%.2f", $1 / 1000}'
+}
+permit=() puff=() ratios=()
+for _ in $(seq "$RUNS"); do
+  p=$(run_ms puff-bench-permit x)
+  q=$(run_ms puff-bench-min "$PASSCODE")
+  permit+=("$p") puff+=("$q") ratios+=("$(awk -v q="$q" -v p="$p" 'BEGIN {print q / p}')")
+done
+echo "pamtester whole-process medians ($RUNS runs each):"
+printf '  %-52s %8s ms\n' "pam_permit (paired)" "$(printf '%s\n' "${permit[@]}" | median | awk '{printf "%.2f", $1 / 1000}')"
+printf '  %-52s %8s ms\n' "pam_puff, argon2id at minimum cost (t=1, 8 KiB) (paired)" \
+  "$(printf '%s\n' "${puff[@]}" | median | awk '{printf "%.2f", $1 / 1000}')"
+printf '  %-52s %8sx (goal <= 1.3)\n' "  pam_puff / pam_permit, median of the pairs" "$(printf '%s\n' "${ratios[@]}" | median | awk '{printf "%.2f", $1}')"
+printf '  %-52s %8s ms\n' "pam_puff, default cost (t=1, 64 MiB)" "$(median_ms puff-bench-default $PASSCODE)"
+printf '  %-52s %8s ms\n' "pam_unix, system yescrypt ($(getent shadow $USER_NAME | cut -d'$' -f2,3 | tr -d '\n'))" \
+  "$(median_ms puff-bench-unix $PASSCODE-unix)"
+printf '  %-52s %8s ms\n' "pam_faillock preauth, then pam_unix" "$(median_ms puff-bench-faillock $PASSCODE-unix)"
+
+# One login's file opens (strace): everything opened after libpam loads the module, except
+# shared libraries and libpam's own reads (/etc/pam.d, /proc/filesystems), and how many of
+# those start a walk from "/".
+trace=$WORK/login.trace
+echo "$PASSCODE" | strace -f -qq -e trace=openat,open -o "$trace" pamtester puff-bench-min "$USER_NAME" authenticate >/dev/null 2>&1
+opens=$(awk '/pam_puff[^/]*\.so"/ {seen = 1; next} seen && !/\.so(\.[0-9]+)*"|ld\.so\.cache|"\/etc\/pam\.d\/|"\/proc\/filesystems"/' "$trace")
+printf '  %-52s %8s (%s of "/")\n' "openat of one login through pam_puff (minimum cost)" \
+  "$(grep -c . <<<"$opens" || true)" "$(grep -c '"/",' <<<"$opens" || true)"
+
+# 3. The helper, installed setuid root in the scratch directory, reading the private
+# /etc/puff/puff.conf that points it at a scratch store where the account is enrolled.
+mkdir -p -m 755 /etc/puff
+printf 'dir = %s\nstate_dir = %s\nkdf_ops = 1\nkdf_mem_kib = 8\n' "$WORK/store" "$WORK/state" > /etc/puff/puff.conf
+chmod 644 /etc/puff/puff.conf
+echo "$PASSCODE" | "$ENROLL" passcode --user "$USER_NAME" --stdin --dir "$WORK/store" --state-dir "$WORK/state" \
+  --conf /etc/puff/puff.conf >/dev/null
+helper_row() {  # helper_row LABEL FILE
+  local installed=$WORK/bin/$1 size runtime query
+  strip --strip-all -o "$installed" "$2"
+  chown root:root "$installed"; chmod 4755 "$installed"; sync "$installed"
+  size=$(( $(stat -c %s "$installed") / 1024 ))
+  runtime=$(readelf -d "$installed" | grep -c 'NEEDED.*libswift' || true)
+  "$installed" query </dev/null >/dev/null 2>&1 || true
+  query=$(setpriv --reuid="$USER_NAME" --regid="$USER_NAME" --init-groups bash -c '
+    for _ in $(seq "$1"); do
+      t=$EPOCHREALTIME; "$2" query </dev/null >/dev/null || exit 1; u=$EPOCHREALTIME
+      echo $(( ${u/./} - ${t/./} ))
+    done' bench "$RUNS" "$installed" | median | awk '{printf "%.2f", $1 / 1000}')
+  printf '  %-26s %9s %8s %12s\n' "$1" "$size" "$runtime" "$query"
+}
+echo "The setuid helper (query: median of $RUNS processes run by the enrolled user):"
+printf '  %-26s %9s %8s %12s\n' "helper" "size KB" "libswift" "query ms"
+helper_row puff-check "$HELPER"
+if [ -n "${BENCH_BASELINE_HELPER:-}" ]; then helper_row puff-check-baseline "$BENCH_BASELINE_HELPER"; fi
+"$ENROLL" remove --user "$USER_NAME" --dir "$WORK/store" --state-dir "$WORK/state" --conf /etc/puff/puff.conf >/dev/null
+
+# 4. Environment reads compiled in: imports of getenv/secure_getenv/environ, and the names of
+# the SWIFT_* variables the full runtime consults.
+echo "Environment reads compiled in (imported getenv/secure_getenv/environ; SWIFT_* names):"
+env_row() {  # env_row LABEL FILE
+  local imports names
+  imports=$(nm -D --undefined-only "$2" | grep -cE ' (secure_getenv|getenv|__environ|environ)(@|$)' || true)
+  names=$(strings "$2" | grep -c '^SWIFT_' || true)
+  printf '  %-26s %8s imports %5s names\n' "$1" "$imports" "$names"
+}
+env_row pam_puff "$MODULE"
+env_row puff-check "$HELPER"
+if [ -n "${BENCH_BASELINE_MODULE:-}" ]; then env_row pam_puff-baseline "$BENCH_BASELINE_MODULE"; fi
+if [ -n "${BENCH_BASELINE_HELPER:-}" ]; then env_row puff-check-baseline "$BENCH_BASELINE_HELPER"; fi
 "$ENROLL" remove --user "$USER_NAME" --dir "$WORK/min" --state-dir "$WORK/state" --conf "$WORK/min/puff.conf" >/dev/null

@@ -13,16 +13,33 @@ public struct Errno: Error, Equatable, Sendable, CustomStringConvertible {
     /// The calling thread's current `errno`.
     static var current: Errno { Errno(errno) }
 
-    /// The symbolic name for the values Puff meets, else the number.
+    /// The symbolic name for the values Puff meets, else the number. A `switch`, not a
+    /// dictionary literal: a duplicate key there would trap in the host process.
     public var description: String {
-        let names: [Int32: String] = [
-            EPERM: "EPERM", ENOENT: "ENOENT", EINTR: "EINTR", EIO: "EIO", EBADF: "EBADF",
-            EAGAIN: "EAGAIN", ENOMEM: "ENOMEM", EACCES: "EACCES", EEXIST: "EEXIST",
-            ENOTDIR: "ENOTDIR", EISDIR: "EISDIR", EINVAL: "EINVAL", ENOSPC: "ENOSPC",
-            EROFS: "EROFS", ELOOP: "ELOOP", ENAMETOOLONG: "ENAMETOOLONG", EDQUOT: "EDQUOT",
-            ENXIO: "ENXIO", ETXTBSY: "ETXTBSY", EMFILE: "EMFILE", ENFILE: "ENFILE",
-        ]
-        return names[rawValue] ?? "errno \(rawValue)"
+        switch rawValue {
+        case EPERM: "EPERM"
+        case ENOENT: "ENOENT"
+        case EINTR: "EINTR"
+        case EIO: "EIO"
+        case EBADF: "EBADF"
+        case EAGAIN: "EAGAIN"
+        case ENOMEM: "ENOMEM"
+        case EACCES: "EACCES"
+        case EEXIST: "EEXIST"
+        case ENOTDIR: "ENOTDIR"
+        case EISDIR: "EISDIR"
+        case EINVAL: "EINVAL"
+        case ENOSPC: "ENOSPC"
+        case EROFS: "EROFS"
+        case ELOOP: "ELOOP"
+        case ENAMETOOLONG: "ENAMETOOLONG"
+        case EDQUOT: "EDQUOT"
+        case ENXIO: "ENXIO"
+        case ETXTBSY: "ETXTBSY"
+        case EMFILE: "EMFILE"
+        case ENFILE: "ENFILE"
+        default: "errno \(rawValue)"
+        }
     }
 
     /// No such file or directory.
