@@ -113,6 +113,7 @@ demo: build
 # pam_faillock and pam_permit, whole-process pamtester runs, the helper, environment reads.
 bench: build timing
 	cc -O2 -Wall -o build/puff-loadprobe Tests/Bench/loadprobe.c -Wl,--no-as-needed -lpam -ldl
+	cc -O2 -Wall -o build/puff-spawnprobe Tests/Bench/spawnprobe.c
 	$(SWIFT) build -c release --product gesture-bench
 	bash scripts/bench.sh
 	.build/release/gesture-bench

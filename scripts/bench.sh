@@ -8,7 +8,8 @@
 #      pairs (one of each, alternating, RUNS pairs), then pam_puff at the default cost,
 #      pam_unix with the system's yescrypt, and pam_faillock in front of pam_unix;
 #   3. the setuid helper: size, runtime libraries, and the time of one `puff-check query`
-#      as an ordinary enrolled user (a screen locker's call before its prompt);
+#      as an ordinary enrolled user (a screen locker's call before its prompt), spawned the
+#      way the module spawns it (build/puff-spawnprobe), next to /bin/true as the floor;
 #   4. whether anything in the module or the helper can read the environment (getenv,
 #      secure_getenv or environ imported; SWIFT_* variable names inside).
 # BENCH_BASELINE_MODULE / BENCH_BASELINE_HELPER add rows for other builds (an older one).
@@ -27,6 +28,7 @@ MODULE=$PWD/build/pam_puff.so
 HELPER=$PWD/build/puff-check
 ENROLL=${BENCH_ENROLL:-$PWD/build/puff-enroll}
 PROBE=$PWD/build/puff-loadprobe
+SPAWN_PROBE=$PWD/build/puff-spawnprobe
 SECURITY=/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/security
 USER_NAME=puff-bench
 PASSCODE=604917
@@ -94,7 +96,7 @@ printf 'auth requisite pam_faillock.so preauth dir=%s\nauth required pam_unix.so
 run_ms() {  # run_ms SERVICE SECRET: wall time of one pamtester process, in microseconds
   local start end
   start=$(now_us)
-  echo "$2" | pamtester "$1" "$USER_NAME" authenticate >/dev/null 2>&1 || { echo "pamtester $1 failed" >&2; exit 1; }
+  pamtester "$1" "$USER_NAME" authenticate <<<"$2" >"$WORK/pamtester.out" 2>&1 || { echo "pamtester $1 failed:" >&2; cat "$WORK/pamtester.out" >&2; exit 1; }
   end=$(now_us)
   echo $(( end - start ))
 }
@@ -121,7 +123,7 @@ printf '  %-52s %8s ms\n' "pam_faillock preauth, then pam_unix" "$(median_ms puf
 # shared libraries and libpam's own reads (/etc/pam.d, /proc/filesystems), and how many of
 # those start a walk from "/".
 trace=$WORK/login.trace
-echo "$PASSCODE" | strace -f -qq -e trace=openat,open -o "$trace" pamtester puff-bench-min "$USER_NAME" authenticate >/dev/null 2>&1
+strace -f -qq -e trace=openat,open -o "$trace" pamtester puff-bench-min "$USER_NAME" authenticate <<<"$PASSCODE" >/dev/null 2>&1
 opens=$(awk '/pam_puff[^/]*\.so"/ {seen = 1; next} seen && !/\.so(\.[0-9]+)*"|ld\.so\.cache|"\/etc\/pam\.d\/|"\/proc\/filesystems"/' "$trace")
 printf '  %-52s %8s (%s of "/")\n' "openat of one login through pam_puff (minimum cost)" \
   "$(grep -c . <<<"$opens" || true)" "$(grep -c '"/",' <<<"$opens" || true)"
@@ -140,17 +142,18 @@ helper_row() {  # helper_row LABEL FILE
   size=$(( $(stat -c %s "$installed") / 1024 ))
   runtime=$(readelf -d "$installed" | grep -c 'NEEDED.*libswift' || true)
   "$installed" query </dev/null >/dev/null 2>&1 || true
-  query=$(setpriv --reuid="$USER_NAME" --regid="$USER_NAME" --init-groups bash -c '
-    for _ in $(seq "$1"); do
-      t=$EPOCHREALTIME; "$2" query </dev/null >/dev/null || exit 1; u=$EPOCHREALTIME
-      echo $(( ${u/./} - ${t/./} ))
-    done' bench "$RUNS" "$installed" | median | awk '{printf "%.2f", $1 / 1000}')
+  query=$(spawn_ms "$installed" query)
   printf '  %-26s %9s %8s %12s\n' "$1" "$size" "$runtime" "$query"
 }
-echo "The setuid helper (query: median of $RUNS processes run by the enrolled user):"
+spawn_ms() {  # spawn_ms PROGRAM ARGUMENT: median of RUNS posix_spawn+waitpid by the enrolled user, in ms
+  setpriv --reuid="$USER_NAME" --regid="$USER_NAME" --init-groups "$SPAWN_PROBE" "$RUNS" "$@" \
+    | median | awk '{printf "%.2f", $1 / 1000}'
+}
+echo "The setuid helper (query: median of $RUNS runs, posix_spawn as the module does, by the enrolled user):"
 printf '  %-26s %9s %8s %12s\n' "helper" "size KB" "libswift" "query ms"
 helper_row puff-check "$HELPER"
 if [ -n "${BENCH_BASELINE_HELPER:-}" ]; then helper_row puff-check-baseline "$BENCH_BASELINE_HELPER"; fi
+printf '  %-26s %9s %8s %12s\n' "/bin/true (spawn floor)" "" "" "$(spawn_ms /bin/true)"
 "$ENROLL" remove --user "$USER_NAME" --dir "$WORK/store" --state-dir "$WORK/state" --conf /etc/puff/puff.conf >/dev/null
 
 # 4. Environment reads compiled in: imports of getenv/secure_getenv/environ, and the names of
