@@ -8,9 +8,9 @@
 #    its temporary PAM services (/etc/pam.d/sshd-puff-*, puff-bench-*, puff-vg-*).
 # 2. Records the machine's state: account and group names, every /etc/pam.d entry (name, mode,
 #    owner, content), every /etc/shadow line, and the trees under /etc/puff and /var/lib/puff.
-# 3. Runs COMMAND in a private mount namespace in which /etc, /var/lib and /var/log are
-#    copy-on-write overlays of the machine's own (upper layers in a temp directory), with no
-#    /etc/puff and no /var/lib/puff: accounts, passwords, PAM services and stores that COMMAND
+# 3. Runs COMMAND in a private mount namespace in which /etc, /var/lib, /var/log and /usr/local
+#    are copy-on-write overlays of the machine's own (upper layers in a temp directory), with no
+#    /etc/puff, /var/lib/puff or installed Puff tools and services (make install's): accounts, passwords, PAM services and stores that COMMAND
 #    makes exist only there and vanish with the namespace. PUFF_HERMETIC=1 tells the suite
 #    it runs inside (TestUsers refuses to add an account otherwise).
 # 4. Records the state again and fails (exit 70) when anything differs, printing the difference.
@@ -98,15 +98,19 @@ trap cleanup EXIT
 remove_leftovers
 snapshot > "$work/before"
 
-mkdir -p "$work/etc/upper" "$work/etc/work" "$work/lib/upper" "$work/lib/work" "$work/log/upper" "$work/log/work"
+mkdir -p "$work/etc/upper" "$work/etc/work" "$work/lib/upper" "$work/lib/work" "$work/log/upper" "$work/log/work" \
+    "$work/local/upper" "$work/local/work"
 inner='
 set -e
 w=$1; shift
 mount -t overlay puff-etc -o "lowerdir=/etc,upperdir=$w/etc/upper,workdir=$w/etc/work" /etc
 mount -t overlay puff-lib -o "lowerdir=/var/lib,upperdir=$w/lib/upper,workdir=$w/lib/work" /var/lib
 mount -t overlay puff-log -o "lowerdir=/var/log,upperdir=$w/log/upper,workdir=$w/log/work" /var/log
-# Nothing an installation left may be seen by the command: it starts without a store.
+mount -t overlay puff-local -o "lowerdir=/usr/local,upperdir=$w/local/upper,workdir=$w/local/work" /usr/local
+# Nothing an installation (make install) left may be seen by the command: no store, no
+# installed tools or helper, no installed Puff services.
 rm -rf /etc/puff /var/lib/puff
+rm -f /usr/local/sbin/puff-* /usr/local/bin/puff-* /etc/pam.d/puff-enroll /etc/pam.d/puff-lock /etc/pam.d/puff-pad
 export PUFF_HERMETIC=1 PUFF_HERMETIC_INSIDE=1
 exec "$@"
 '
