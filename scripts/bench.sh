@@ -100,17 +100,30 @@ run_ms() {  # run_ms SERVICE SECRET: wall time of one pamtester process, in micr
 median_ms() {  # median_ms SERVICE SECRET: median of RUNS pamtester processes, in ms
   for _ in $(seq "$RUNS"); do run_ms "$1" "$2"; done | median | awk '{printf "%.2f", $1 / 1000}'
 }
-permit=() puff=() ratios=()
+if [ -n "${BENCH_BASELINE_MODULE:-}" ]; then
+  echo "auth required $BENCH_BASELINE_MODULE dir=$WORK/min state_dir=$WORK/state conf=$WORK/min/puff.conf nodelay" \
+    > /etc/pam.d/puff-bench-baseline
+fi
+permit=() puff=() ratios=() baseline=() baseline_ratios=()
 for _ in $(seq "$RUNS"); do
   p=$(run_ms puff-bench-permit x)
   q=$(run_ms puff-bench-min "$PASSCODE")
   permit+=("$p") puff+=("$q") ratios+=("$(awk -v q="$q" -v p="$p" 'BEGIN {print q / p}')")
+  if [ -n "${BENCH_BASELINE_MODULE:-}" ]; then
+    b=$(run_ms puff-bench-baseline "$PASSCODE")
+    baseline+=("$b") baseline_ratios+=("$(awk -v b="$b" -v p="$p" 'BEGIN {print b / p}')")
+  fi
 done
+ms_median() { printf '%s\n' "$@" | median | awk '{printf "%.2f", $1 / 1000}'; }
 echo "pamtester whole-process medians ($RUNS runs each):"
-printf '  %-52s %8s ms\n' "pam_permit (paired)" "$(printf '%s\n' "${permit[@]}" | median | awk '{printf "%.2f", $1 / 1000}')"
-printf '  %-52s %8s ms\n' "pam_puff, argon2id at minimum cost (t=1, 8 KiB) (paired)" \
-  "$(printf '%s\n' "${puff[@]}" | median | awk '{printf "%.2f", $1 / 1000}')"
+printf '  %-52s %8s ms\n' "pam_permit (paired)" "$(ms_median "${permit[@]}")"
+printf '  %-52s %8s ms\n' "pam_puff, argon2id at minimum cost (t=1, 8 KiB) (paired)" "$(ms_median "${puff[@]}")"
 printf '  %-52s %8sx (goal <= 1.3)\n' "  pam_puff / pam_permit, median of the pairs" "$(printf '%s\n' "${ratios[@]}" | median | awk '{printf "%.2f", $1}')"
+if [ -n "${BENCH_BASELINE_MODULE:-}" ]; then
+  printf '  %-52s %8s ms\n' "pam_puff-baseline, same store and cost (paired)" "$(ms_median "${baseline[@]}")"
+  printf '  %-52s %8sx\n' "  pam_puff-baseline / pam_permit, median of the pairs" \
+    "$(printf '%s\n' "${baseline_ratios[@]}" | median | awk '{printf "%.2f", $1}')"
+fi
 printf '  %-52s %8s ms\n' "pam_puff, default cost (t=1, 64 MiB)" "$(median_ms puff-bench-default $PASSCODE)"
 printf '  %-52s %8s ms\n' "pam_unix, system yescrypt ($(getent shadow $USER_NAME | cut -d'$' -f2,3 | tr -d '\n'))" \
   "$(median_ms puff-bench-unix $PASSCODE-unix)"
