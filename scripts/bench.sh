@@ -132,11 +132,17 @@ printf '  %-52s %8s ms\n' "pam_faillock preauth, then pam_unix" "$(median_ms puf
 # One login's file opens (strace): everything opened after libpam loads the module, except
 # shared libraries and libpam's own reads (/etc/pam.d, /proc/filesystems), and how many of
 # those start a walk from "/".
-trace=$WORK/login.trace
-strace -f -qq -e trace=openat,open -o "$trace" pamtester puff-bench-min "$USER_NAME" authenticate <<<"$PASSCODE" >/dev/null 2>&1
-opens=$(awk '/pam_puff[^/]*\.so"/ {seen = 1; next} seen && !/\.so(\.[0-9]+)*"|ld\.so\.cache|"\/etc\/pam\.d\/|"\/proc\/filesystems"/' "$trace")
-printf '  %-52s %8s (%s of "/")\n' "openat of one login through pam_puff (minimum cost)" \
-  "$(grep -c . <<<"$opens" || true)" "$(grep -c '"/",' <<<"$opens" || true)"
+opens_row() {  # opens_row LABEL SERVICE MODULE
+  local trace=$WORK/login.trace opens
+  strace -f -qq -e trace=openat,open -o "$trace" pamtester "$2" "$USER_NAME" authenticate <<<"$PASSCODE" >/dev/null 2>&1
+  opens=$(awk -v module="\"$3\"" 'index($0, module) {seen = 1; next}
+    seen && !/\.so(\.[0-9]+)*"|ld\.so\.cache|"\/etc\/pam\.d\/|"\/proc\/filesystems"/' "$trace")
+  printf '  %-52s %8s (%s of "/")\n' "$1" "$(grep -c . <<<"$opens" || true)" "$(grep -c '"/",' <<<"$opens" || true)"
+}
+opens_row "openat of one login through pam_puff (minimum cost)" puff-bench-min "$MODULE"
+if [ -n "${BENCH_BASELINE_MODULE:-}" ]; then
+  opens_row "openat of one login through pam_puff-baseline" puff-bench-baseline "$BENCH_BASELINE_MODULE"
+fi
 
 # 3. The helper, installed setuid root in the scratch directory, reading the private
 # /etc/puff/puff.conf that points it at a scratch store where the account is enrolled.
