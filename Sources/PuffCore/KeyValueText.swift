@@ -26,17 +26,19 @@ enum KeyValueText {
         for byte in bytes where byte != UInt8(ascii: "\n") && (byte < 0x20 || byte > 0x7e) {
             throw .badText
         }
-        let text = String(decoding: bytes, as: UTF8.self)
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        // Split as bytes: every byte is printable ASCII or a newline (checked above), so a byte
+        // is a character, and byte comparison is the text comparison, without the grapheme
+        // breaking that made String.split the bulk of a login's instructions.
+        var lines = Array(bytes).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         lines.removeLast() // the empty piece after the final newline
-        guard let first = lines.first, first == header else { throw .badHeader }
+        guard let first = lines.first, first.elementsEqual(header.utf8) else { throw .badHeader }
         var fields: [String: String] = [:]
         for line in lines.dropFirst() {
-            guard let space = line.firstIndex(of: " ") else { throw .badText }
-            let key = String(line[..<space])
+            guard let space = line.firstIndex(of: UInt8(ascii: " ")) else { throw .badText }
+            let key = String(decoding: line[..<space], as: UTF8.self)
             guard keys.contains(key) || optional.contains(key) else { throw .unknownKey }
             guard fields[key] == nil else { throw .duplicateKey }
-            fields[key] = String(line[line.index(after: space)...])
+            fields[key] = String(decoding: line[line.index(after: space)...], as: UTF8.self)
         }
         for key in keys where fields[key] == nil { throw .missingKey }
         return fields

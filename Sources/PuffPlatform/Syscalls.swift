@@ -65,11 +65,17 @@ public struct FileDescriptor: ~Copyable {
     /// `read(2)` until end of file, refusing more than `limit` bytes.
     /// Returns `nil` when the file holds more than `limit` bytes.
     public func readAll(limit: Int) throws(Errno) -> [UInt8]? {
-        var bytes = [UInt8](repeating: 0, count: limit + 1)
+        // The buffer grows with what is read (up to limit + 1 bytes, one more than allowed, to
+        // see a file that is too long): zeroing 64 KiB for a 200-byte record was a fifth of
+        // the module's instructions in a login.
+        var bytes = [UInt8](repeating: 0, count: min(limit + 1, 4096))
         var filled = 0
         while filled <= limit {
+            if filled == bytes.count {
+                bytes.append(contentsOf: repeatElement(0, count: min(bytes.count, limit + 1 - bytes.count)))
+            }
             let got = bytes.withUnsafeMutableBytes { buffer in
-                Glibc.read(rawValue, buffer.baseAddress.map { $0 + filled }, limit + 1 - filled)
+                Glibc.read(rawValue, buffer.baseAddress.map { $0 + filled }, buffer.count - filled)
             }
             if got < 0 {
                 if errno == EINTR { continue }
