@@ -183,27 +183,32 @@ public enum OptionParser {
 
     /// Splits `puff.conf` into tokens: one `key = value` or `flag` a line, `#` starts a
     /// comment line, blank lines are skipped, spaces around `=` are dropped. Lines may end in
-    /// LF or CRLF (the split is on scalars: to Swift `"\r\n"` is one character).
+    /// LF or CRLF (the split is on bytes, not characters: to Swift `"\r\n"` is one character).
     public static func tokens(ofConfigFile text: String) -> [String] {
+        // Byte by byte: every separator and blank here is ASCII, and an ASCII byte never occurs
+        // inside the UTF-8 encoding of another scalar, so this cuts exactly where the scalars
+        // would, without building substrings scalar by scalar (that was half of what
+        // `puff-check query` executed).
         var tokens: [String] = []
-        for rawLine in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false) {
-            let line = trimmed(Substring(Substring.UnicodeScalarView(rawLine)))
-            if line.isEmpty || line.first == "#" { continue }
-            if let equals = line.firstIndex(of: "=") {
-                tokens.append(trimmed(line[..<equals]) + "=" + trimmed(line[line.index(after: equals)...]))
+        for rawLine in Array(text.utf8).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            let line = trimmed(rawLine)
+            if line.isEmpty || line.first == UInt8(ascii: "#") { continue }
+            if let equals = line.firstIndex(of: UInt8(ascii: "=")) {
+                tokens.append(String(decoding: trimmed(line[..<equals]), as: UTF8.self) + "="
+                              + String(decoding: trimmed(line[line.index(after: equals)...]), as: UTF8.self))
             } else {
-                tokens.append(line)
+                tokens.append(String(decoding: line, as: UTF8.self))
             }
         }
         return tokens
     }
 
-    private static func trimmed(_ text: some StringProtocol) -> String {
-        let blank: Set<Unicode.Scalar> = [" ", "\t", "\r"]
-        let scalars = text.unicodeScalars
-        guard let first = scalars.firstIndex(where: { !blank.contains($0) }),
-              let last = scalars.lastIndex(where: { !blank.contains($0) }) else { return "" }
-        return String(String.UnicodeScalarView(scalars[first...last]))
+    /// `bytes` without leading and trailing spaces, tabs and carriage returns.
+    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0d }
+        guard let first = bytes.firstIndex(where: { !isBlank($0) }),
+              let last = bytes.lastIndex(where: { !isBlank($0) }) else { return [] }
+        return bytes[first...last]
     }
 
     /// A non-negative decimal integer of at most 12 digits.
