@@ -73,8 +73,11 @@ public struct TrustedDirectory: ~Copyable {
     /// one must not be group/other-writable. Throws `Errno.noEntry` wrapped in
     /// `.system("open", …)` when a component does not exist.
     public init(_ path: String) throws(StoreError) {
-        guard path.first == "/" else { throw .unsafe(path: path, reason: "not an absolute path") }
-        let components = path.split(separator: "/").map(String.init)
+        guard path.utf8.first == UInt8(ascii: "/") else { throw .unsafe(path: path, reason: "not an absolute path") }
+        // Cut at every '/' byte, as the kernel does. A split by Characters would keep "/" and a
+        // combining mark after it ("a/\u{301}b") as one character, hand "a/\u{301}b" to openat
+        // as one name, and the kernel would follow a symlink at "a" despite O_NOFOLLOW.
+        let components = path.utf8.split(separator: UInt8(ascii: "/")).map { String(decoding: $0, as: UTF8.self) }
         var current: FileDescriptor
         do {
             current = try FileDescriptor.openRoot()

@@ -56,6 +56,17 @@ struct TrustedDirectoryTests {
         #expect(errorKind { () throws(StoreError) in _ = try TrustedDirectory(scratch("real/inner")) } == nil)
     }
 
+    @Test("a '/' followed by a combining mark still ends a component (no symlink followed inside one name)")
+    func slashBeforeCombiningMark() throws {
+        let scratch = try ScratchDirectory()
+        try makeDirectory(scratch("real"))
+        try makeDirectory(scratch("real/\u{301}inner"))
+        try makeSymlink("real", at: scratch("link"))
+        // To Swift "/\u{301}" is one Character, not "/": the walk must still stop at "link".
+        #expect(errorKind { () throws(StoreError) in _ = try TrustedDirectory(scratch("link/\u{301}inner")) } == .unsafe)
+        #expect(errorKind { () throws(StoreError) in _ = try TrustedDirectory(scratch("real/\u{301}inner")) } == nil)
+    }
+
     @Test("a regular file in place of a directory is refused")
     func fileInsteadOfDirectory() throws {
         let scratch = try ScratchDirectory()
