@@ -53,6 +53,9 @@ extension ModuleContext {
             log(LOG_ERR, "module arguments are not valid UTF-8 or exceed the limits")
             return .badArguments
         }
+        if arguments.contains("authsucc") { return takeBackAfterPasswordSuccess(arguments: arguments) }
+        // A failure left by an earlier pam_authenticate on this handle is not this one's.
+        forgetPendingFailure()
         // Not root (a screen locker checking its own user): the setuid helper does the store
         // work, under puff.conf's settings.
         let unprivileged = geteuid() != 0
@@ -137,8 +140,9 @@ extension ModuleContext {
 
         let noun = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
         let outcome: Authenticator.Outcome
+        var counted: Authenticator.CountedFailure?
         do {
-            outcome = try backend.attempt(secret)
+            outcome = try backend.attempt(secret, counted: &counted)
         } catch {
             log(LOG_ERR, "user \(userForLog): \(error); failing closed")
             return .failure(error)
@@ -155,6 +159,17 @@ extension ModuleContext {
             complain("Puff: wrong \(noun).", silent: silent)
             return .denied
         case .failure(let failures, let lock, let detail):
+            // For an `authsucc` line after the password module: if that module accepts this
+            // same text as the system password, the failure is taken back.
+            if let counted {
+                do {
+                    if !remember(try PendingFailure(failure: counted, secret: secret)) {
+                        log(LOG_WARNING, "user \(userForLog): could not keep the failure for authsucc")
+                    }
+                } catch {
+                    log(LOG_WARNING, "user \(userForLog): \(error); the failure cannot be taken back by authsucc")
+                }
+            }
             log(LOG_NOTICE, "user \(userForLog): authentication failure (\(failures) in a row)\(detail.isEmpty ? "" : "; " + detail)")
             if lock == .open {
                 complain("Puff: wrong \(noun).", silent: silent)
