@@ -12,10 +12,13 @@ PAMDIR      ?= /usr/lib/$(MULTIARCH)/security
 BINDIR      ?= $(PREFIX)/sbin
 USERBINDIR  ?= $(PREFIX)/bin
 SWIFT       ?= swift
+VERSION     := $(shell cat $(CURDIR)/VERSION)
+# The release and the helper's install path, compiled in (Sources/CPuffBuild).
+BUILD_DEFINES := -Xcc -DPUFF_VERSION='"$(VERSION)"' -Xcc -DPUFF_SBINDIR='"$(BINDIR)"'
 DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
 	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl
 MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disable-local-rpath \
-	-Xswiftc -static-stdlib \
+	-Xswiftc -static-stdlib $(BUILD_DEFINES) \
 	-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map \
 	-Xlinker -z -Xlinker nodelete -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
@@ -44,17 +47,19 @@ module: deps
 	mkdir -p build
 	install -m 0644 .build-module/release/libPuffPAM.so build/pam_puff.so
 
+# The tools: Swift runtime linked in and no RUNPATH, so they run where no toolchain is installed.
+CLI_FLAGS := -c release --static-swift-stdlib --disable-local-rpath --scratch-path .build-cli $(BUILD_DEFINES)
 cli: deps
-	$(SWIFT) build -c release --product puff-enroll
+	$(SWIFT) build $(CLI_FLAGS) --product puff-enroll
 	mkdir -p build
-	install -m 0755 .build/release/puff-enroll build/puff-enroll
-	$(SWIFT) build -c release --product puff-pad
-	install -m 0755 .build/release/puff-pad build/puff-pad
+	install -m 0755 .build-cli/release/puff-enroll build/puff-enroll
+	$(SWIFT) build $(CLI_FLAGS) --product puff-pad
+	install -m 0755 .build-cli/release/puff-pad build/puff-pad
 
 # The setuid helper: release, Swift runtime linked in and no RUNPATH (a setuid binary must
 # not load libraries from a toolchain path or from beside itself), in its own scratch directory.
 helper: deps
-	$(SWIFT) build -c release --product puff-check --static-swift-stdlib --disable-local-rpath --scratch-path .build-helper
+	$(SWIFT) build -c release --product puff-check --static-swift-stdlib --disable-local-rpath --scratch-path .build-helper $(BUILD_DEFINES)
 	mkdir -p build
 	install -m 0755 .build-helper/release/puff-check build/puff-check
 
