@@ -43,6 +43,9 @@ extension ModuleContext {
 
     /// The whole authentication, as one function of the module's inputs.
     func authenticate(arguments: [String]?) -> ModuleResult {
+        // The take-back line runs in every login of a stack that has it: with nothing to take
+        // back it returns before any work.
+        if let arguments, arguments.contains("authsucc") { return takeBackAfterPasswordSuccess(arguments: arguments) }
         do {
             try Sodium.initialize()
         } catch {
@@ -53,7 +56,6 @@ extension ModuleContext {
             log(LOG_ERR, "module arguments are not valid UTF-8 or exceed the limits")
             return .badArguments
         }
-        if arguments.contains("authsucc") { return takeBackAfterPasswordSuccess(arguments: arguments) }
         // A failure left by an earlier pam_authenticate on this handle is not this one's.
         forgetPendingFailure()
         // Not root (a screen locker checking its own user): the setuid helper does the store
