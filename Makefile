@@ -16,7 +16,7 @@ VERSION     := $(shell cat $(CURDIR)/VERSION)
 # The release and the helper's install path, compiled in (Sources/CPuffBuild).
 BUILD_DEFINES := -Xcc -DPUFF_VERSION='"$(VERSION)"' -Xcc -DPUFF_SBINDIR='"$(BINDIR)"'
 DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
-	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl scdoc
+	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl scdoc libaudit-dev
 # What `make deb` and `make deb-test` need besides DEBIAN_DEPS.
 DEB_DEPS    := debhelper fakeroot dpkg-dev lintian man-db
 ARCH        := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)

@@ -35,7 +35,9 @@ let package = Package(
         // The release and the install paths chosen by the build (`make` passes them to the C compiler).
         .target(name: "CPuffBuild"),
         .target(name: "PuffCore"),
-        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild"]),
+        // libaudit: records for locks and administrator resets, as pam_faillock sends.
+        .systemLibrary(name: "CAudit", path: "Sources/CAudit", providers: [.apt(["libaudit-dev"])]),
+        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit"]),
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [

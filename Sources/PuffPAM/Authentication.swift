@@ -106,7 +106,8 @@ extension ModuleContext {
         } else {
             let status = preflight.lock
             if status != .open {
-                log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))")
+                log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status)); \(attemptContext())")
+                audit(.refusedWhileLocked, backend)
                 complain(lockMessage(status), silent: silent)
                 return .denied
             }
@@ -157,6 +158,7 @@ extension ModuleContext {
             if let reason = preflight.notEnrolledReason, options.debug {
                 log(LOG_DEBUG, "user \(userForLog): \(reason)")
             }
+            logAuthenticationFailure(user: rawName ?? "(invalid)")
             log(LOG_NOTICE, "user \(userForLog): authentication failure")
             complain("Puff: wrong \(noun).", silent: silent)
             return .denied
@@ -172,16 +174,19 @@ extension ModuleContext {
                     log(LOG_WARNING, "user \(userForLog): \(error); the failure cannot be taken back by authsucc")
                 }
             }
+            logAuthenticationFailure(user: rawName ?? "(invalid)")
             log(LOG_NOTICE, "user \(userForLog): authentication failure (\(failures) in a row)\(detail.isEmpty ? "" : "; " + detail)")
             if lock == .open {
                 complain("Puff: wrong \(noun).", silent: silent)
             } else {
                 log(LOG_WARNING, "user \(userForLog): \(describe(lock))")
+                audit(.locked(untilReset: lock == .lockedUntilReset), backend)
                 complain("Puff: wrong \(noun). " + lockMessage(lock, prefix: false), silent: silent)
             }
             return .denied
         case .locked(let status):
-            log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))")
+            log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status)); \(attemptContext())")
+            audit(.refusedWhileLocked, backend)
             complain(lockMessage(status), silent: silent)
             return .denied
         case .passcodeRequired(let reason):
@@ -201,6 +206,13 @@ extension ModuleContext {
             if options.useFirstPass { return .empty }
         }
         return promptSecret(prompt)
+    }
+
+    /// An audit record for `backend`'s account, with this transaction's remote host and tty.
+    private func audit(_ event: Audit.Event, _ backend: Backend) {
+        guard let uid = backend.auditUID else { return }
+        let rhost = logField(PAM_RHOST), tty = logField(PAM_TTY)
+        Audit.record(event, uid: uid, rhost: rhost.isEmpty ? nil : rhost, tty: tty.isEmpty ? nil : tty)
     }
 
     private func describe(_ status: LockStatus) -> String {

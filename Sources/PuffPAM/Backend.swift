@@ -45,6 +45,16 @@ enum Backend {
         }
     }
 
+    /// The uid the attempts are for, for audit records: the enrolled account's, or the
+    /// caller's own when the helper serves it; `nil` when not enrolled.
+    var auditUID: UInt32? {
+        switch self {
+        case .direct(_, .enrolled(let enrolled)): enrolled.account.uid
+        case .direct(_, .notEnrolled): nil
+        case .helper: getuid()
+        }
+    }
+
     /// One attempt.
     /// `counted` is set when this process counted a failure it could take back (root only:
     /// the helper keeps its counting to itself).

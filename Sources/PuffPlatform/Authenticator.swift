@@ -311,13 +311,13 @@ public struct Authenticator {
         }
     }
 
-    /// Removes `account`'s record and clears its counter; `false` when there was no record.
+    /// Removes `name`'s record, picture and counter; `false` when there was no record or picture.
     public func removeEnrollment(of name: UserName) throws(StoreError) -> Bool {
-        try counters.update(name) { tally, save throws(StoreError) -> Bool in
+        try counters.update(name) { _, _ throws(StoreError) -> Bool in
             let removed = try records.remove(name)
-            tally = Tally()
-            try save(tally)
-            return removed
+            let pictures = try records.removePictures(name)
+            try counters.removeWhileLocked(name)
+            return removed || pictures
         }
     }
 }
