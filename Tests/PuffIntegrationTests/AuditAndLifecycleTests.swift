@@ -127,6 +127,25 @@ struct AuditAndLifecycleTests {
         #expect(try run(Artefacts.enroll, ["remove", "--user", user] + fixture.storeArguments).status == 4)
     }
 
+    @Test func anOrdinaryUserRemovesTheirOwnEnrollmentAfterTheProof() throws {
+        let stage = try UnprivilegedTests.Stage()
+        let alice = try TestUsers.ensure("puff-it-alice")
+        #expect(try stage.fixture.enroll(alice, Self.right).status == 0)
+        let remove = [stage.enroll, "remove", "--stdin", "--helper", stage.helper]
+        let record = stage.fixture.etc + "/users/" + alice, counter = stage.fixture.state + "/" + alice
+        // A wrong proof removes nothing and counts.
+        let wrong = try stage.runAs(alice, remove, input: "111333\n")
+        #expect(wrong.status == 3, "\(wrong.errors)")
+        #expect(FileManager.default.fileExists(atPath: record))
+        #expect(try stage.fixture.failures(alice) == 1)
+        let removed = try stage.runAs(alice, remove, input: Self.right + "\n")
+        #expect(removed.status == 0, "\(removed.output) \(removed.errors)")
+        #expect(!FileManager.default.fileExists(atPath: record))
+        #expect(!FileManager.default.fileExists(atPath: counter))
+        let again = try stage.runAs(alice, remove, input: Self.right + "\n")
+        #expect(again.status == 4, "\(again.errors)")
+    }
+
     @Test func statusColumnsStayAlignedWithALock() throws {
         let alice = try TestUsers.ensure("puff-it-alice"), bob = try TestUsers.ensure("puff-it-bob")
         let fixture = try Fixture(moduleArguments: "deny=1")
