@@ -185,6 +185,9 @@ install-files:
 	install -d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples
 	install -m 0644 pam.d/puff-else-password pam.d/puff-example pam.d/puff-instead-of-password \
 		$(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/
+	install -d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d
+	install -m 0644 docs/fail2ban/filter.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d/puff.conf
+	install -m 0644 docs/fail2ban/jail.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d/puff.conf
 	if [ -z "$(DESTDIR)" ]; then install -d -m 0755 /etc/puff && install -d -m 0700 /var/lib/puff; fi
 
 # Removes what `make install` put in place; the enrollments and counters stay (say so).
