@@ -166,6 +166,7 @@ extension ModuleContext {
             // For an `authsucc` line after the password module: if that module accepts this
             // same text as the system password, the failure is taken back.
             if let counted {
+                recordInHistory(counted, options)
                 do {
                     if !remember(try PendingFailure(failure: counted, secret: secret)) {
                         log(LOG_WARNING, "user \(userForLog): could not keep the failure for authsucc")
@@ -206,6 +207,19 @@ extension ModuleContext {
             if options.useFirstPass { return .empty }
         }
         return promptSecret(prompt)
+    }
+
+    /// Adds the failure to the user's history (`puff-enroll status --user`); a history that
+    /// cannot be written is logged and changes nothing.
+    private func recordInHistory(_ counted: Authenticator.CountedFailure, _ options: PuffOptions) {
+        let entry = FailureHistory.Entry(time: counted.after.lastFailure, service: rawItem(PAM_SERVICE),
+                                         tty: rawItem(PAM_TTY), rhost: rawItem(PAM_RHOST), ruser: rawItem(PAM_RUSER))
+        do {
+            try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
+                .record(entry, for: counted.user)
+        } catch {
+            log(LOG_WARNING, "user \(LogText.escape(counted.user.value)): failure history not written: \(error)")
+        }
     }
 
     /// An audit record for `backend`'s account, with this transaction's remote host and tty.

@@ -57,6 +57,14 @@ struct ModuleContext {
         return LogText.escapeField(UnsafeRawBufferPointer(start: text, count: length), limit: 128)
     }
 
+    /// A string item as it is (at most 256 bytes), for a store that escapes it itself.
+    func rawItem(_ item: Int32) -> String {
+        var pointer: UnsafeRawPointer?
+        guard pam_get_item(handle, item, &pointer) == PAM_SUCCESS, let pointer else { return "" }
+        let text = pointer.assumingMemoryBound(to: CChar.self)
+        return String(decoding: UnsafeRawBufferPointer(start: text, count: strnlen(text, 256)), as: UTF8.self)
+    }
+
     /// `tty=… ruser=… rhost=…` of this transaction, for the log lines of an attempt.
     func attemptContext() -> String {
         "tty=\(logField(PAM_TTY)) ruser=\(logField(PAM_RUSER)) rhost=\(logField(PAM_RHOST))"

@@ -317,6 +317,7 @@ public struct Authenticator {
             let removed = try records.remove(name)
             let pictures = try records.removePictures(name)
             try counters.removeWhileLocked(name)
+            _ = try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds).remove(name)
             return removed || pictures
         }
     }

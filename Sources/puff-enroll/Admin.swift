@@ -47,6 +47,12 @@ struct Status: ParsableCommand {
                     cells.append(textRow(name, account, record, tally, status, acceptance))
                 }
             }
+            // One user: also the latest failures, like `faillock --user`.
+            let history = FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
+            let recent = user == nil ? [] : try names.first.map { name throws(StoreError) in try history.entries(for: name) } ?? []
+            if json, user != nil, let last = rows.popLast() {
+                rows.append(String(last.dropLast()) + ", \"recent_failures\": [" + recent.map(Self.jsonEntry).joined(separator: ", ") + "]}")
+            }
             if json {
                 Terminal.say("[" + rows.joined(separator: ",\n ") + "]")
             } else if cells.isEmpty {
@@ -54,6 +60,13 @@ struct Status: ParsableCommand {
             } else {
                 for line in Self.table([["USER", "UID", "PASSCODE", "GESTURE", "FAILURES", "LOCK", "ACCEPTS"]] + cells) {
                     Terminal.say(line)
+                }
+                if !recent.isEmpty {
+                    Terminal.say("")
+                    Terminal.say("Latest failures (oldest first):")
+                    let header = [["WHEN", "SERVICE", "TTY", "RHOST", "RUSER"]]
+                    let lines = recent.map { [Time.format($0.time), $0.service, $0.tty, $0.rhost, $0.ruser].map { $0.isEmpty ? "-" : $0 } }
+                    for line in Self.table(header + lines) { Terminal.say(line) }
                 }
             }
             if let name = names.first, user != nil, !anyRecord {
@@ -110,6 +123,21 @@ struct Status: ParsableCommand {
         [name.value, account.map { String($0.uid) } ?? "?", record?.passcode?.type.rawValue ?? "-",
          record?.gesture.map { "\($0.pictureWidth)x\($0.pictureHeight)" } ?? "-",
          String(tally.failures), lockText(status, tally), acceptsText(acceptance)]
+    }
+
+    /// One history entry as JSON (its texts are printable ASCII already; quotes and
+    /// backslashes are escaped for JSON).
+    static func jsonEntry(_ entry: FailureHistory.Entry) -> String {
+        func quoted(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                if scalar == "\"" || scalar == "\\" { out += "\\" }
+                out.unicodeScalars.append(scalar)
+            }
+            return out + "\""
+        }
+        return "{\"time\": \(entry.time), \"service\": \(quoted(entry.service)), \"tty\": \(quoted(entry.tty)), "
+            + "\"rhost\": \(quoted(entry.rhost)), \"ruser\": \(quoted(entry.ruser))}"
     }
 
     /// Left-aligned columns as wide as their widest cell, two spaces apart (the last unpadded).

@@ -146,6 +146,33 @@ struct AuditAndLifecycleTests {
         #expect(again.status == 4, "\(again.errors)")
     }
 
+    @Test func statusShowsTheLatestFailuresLikeFaillock() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture(moduleArguments: "deny=0")
+        try fixture.enroll(user, Self.right)
+        try fixture.authenticate(user, replies: ["111333"], extra: ["--rhost", "203.0.113.7", "--tty", "ssh", "--ruser", "mallory"])
+        try fixture.authenticate(user, replies: ["111334"], extra: ["--tty", "/dev/pts/3"])
+        // A remote host with a quote and a backslash stays one field and valid JSON.
+        try fixture.authenticate(user, replies: ["111335"], extra: ["--rhost", "evil\"host\\ x"])
+        let status = try fixture.status(user)
+        let recent = try #require(status["recent_failures"] as? [[String: Any]], "\(status)")
+        #expect(recent.count == 3)
+        #expect(recent.first?["service"] as? String == "puff-test")
+        #expect(recent.first?["rhost"] as? String == "203.0.113.7")
+        #expect(recent.first?["tty"] as? String == "ssh")
+        #expect(recent.first?["ruser"] as? String == "mallory")
+        #expect(recent[1]["tty"] as? String == "/dev/pts/3" && recent[1]["rhost"] as? String == "")
+        #expect(recent[2]["rhost"] as? String == "evil\"host\\x5c\\x20x", "\(recent[2])")
+        let text = try run(Artefacts.enroll, ["status", "--user", user] + fixture.storeArguments)
+        #expect(text.output.contains("Latest failures"), "\(text.output)")
+        #expect(text.lines.contains { $0.contains("puff-test") && $0.contains("203.0.113.7") && $0.contains("mallory") }, "\(text.output)")
+        // The passcode clears the counter; the history stays (as faillock's does) until removal.
+        try fixture.authenticate(user, replies: [Self.right])
+        #expect(try fixture.failures(user) == 0)
+        #expect(try run(Artefacts.enroll, ["remove", "--user", user] + fixture.storeArguments).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: fixture.state + "/.history/" + user))
+    }
+
     @Test func statusColumnsStayAlignedWithALock() throws {
         let alice = try TestUsers.ensure("puff-it-alice"), bob = try TestUsers.ensure("puff-it-bob")
         let fixture = try Fixture(moduleArguments: "deny=1")
