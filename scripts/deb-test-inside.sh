@@ -105,6 +105,15 @@ done
 ok "six sshd logins with the system password at Puff's prompt: Puff failures 0"
 kill "$(cat /tmp/sshd.pid)"
 
+# The control: without the take-back line the same login counts (the zeros above are its doing).
+pam-auth-update --disable puff-authsucc
+grep -q 'pam_puff.so authsucc' /etc/pam.d/common-auth && fail "pam-auth-update --disable puff-authsucc left the line"
+out=$(su_as_bob asscode "$PASSWORD") || true
+echo "$out" | grep -q 'puff-su-ok puff-deb-alice' || { echo "$out"; fail "su with the system password, no authsucc"; }
+[ "$(failures puff-deb-alice)" = 1 ] || fail "without authsucc a system-password login left $(failures puff-deb-alice) failures, not 1"
+ok "control: with puff-authsucc disabled, the same su login counts one Puff failure"
+pam-auth-update --enable puff-authsucc
+
 # A screen locker's view: PAM as the user, the module through the installed setuid helper.
 out=$($TERM_PY asscode "$PASSCODE" -- setpriv --reuid=puff-deb-alice --regid=puff-deb-alice --init-groups -- \
 	pamtester puff-pad puff-deb-alice authenticate) || true
