@@ -160,8 +160,11 @@ timing: module
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label timing -- bash scripts/timing.sh
 
 install: build man completions install-files
+	install -d -m 0755 $(DESTDIR)/etc/puff
+	install -d -m 0700 $(DESTDIR)/var/lib/puff
 
-# Installs what `make build man completions` made (debian/rules calls this with PREFIX=/usr).
+# Installs what `make build man completions` made (debian/rules calls this with PREFIX=/usr;
+# the package's postinst makes /etc/puff and /var/lib/puff, so that purge can remove them).
 install-files:
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(USERBINDIR)
 	install -m 0644 build/pam_puff.so $(DESTDIR)$(PAMDIR)/pam_puff.so
@@ -188,7 +191,6 @@ install-files:
 	install -d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d
 	install -m 0644 docs/fail2ban/filter.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d/puff.conf
 	install -m 0644 docs/fail2ban/jail.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d/puff.conf
-	if [ -z "$(DESTDIR)" ]; then install -d -m 0755 /etc/puff && install -d -m 0700 /var/lib/puff; fi
 
 # Removes what `make install` put in place; the enrollments and counters stay (say so).
 uninstall:
