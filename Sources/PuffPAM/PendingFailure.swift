@@ -62,6 +62,12 @@ extension ModuleContext {
         guard let pending = pendingFailure() else { return .ignore }
         // Whatever happens below, a failure is taken back at most once.
         defer { forgetPendingFailure() }
+        do {
+            try Sodium.initialize()
+        } catch {
+            log(LOG_CRIT, "\(error)")
+            return .failure(error)
+        }
         let options: PuffOptions
         do {
             options = try Configuration.load(arguments: arguments, readingFile: geteuid() == 0).options
