@@ -7,26 +7,29 @@ import Testing
 struct AuditAndLifecycleTests {
     static let right = "604917"
 
-    /// The failure lines of one wrong attempt from `rhost` (syslog datagrams without the `<pri>`).
+    /// The failure lines of one wrong attempt from `rhost` through the service `puff-f2b` (its
+    /// own name: other suites log to the same capture at the same time).
     static func failureLines(_ capture: SyslogCapture, _ fixture: Fixture, _ user: String, rhost: String) throws -> [String] {
         _ = capture.drain()
-        try fixture.authenticate(user, replies: ["111333"], extra: ["--rhost", rhost, "--tty", "ssh", "--ruser", ""])
-        return capture.drain().filter { $0.contains("authentication failure; logname=") }
+        try fixture.authenticate(user, replies: ["111333"], extra: ["--rhost", rhost, "--tty", "ssh", "--ruser", ""],
+                                 service: "puff-f2b")
+        return capture.drain().filter { $0.contains("pam_puff(puff-f2b:auth): authentication failure; logname=") }
     }
 
     @Test func failureLinesHavePamUnixShapeAndFail2banMatchesThem() throws {
         let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
         let user = try TestUsers.ensure("puff-it-alice")
         let fixture = try Fixture(moduleArguments: "deny=0")
+        try fixture.service("deny=0", name: "puff-f2b")
         try fixture.enroll(user, Self.right)
         let lines = try Self.failureLines(capture, fixture, user, rhost: "203.0.113.7")
         #expect(lines.count == 1, "\(lines)")
         let line = try #require(lines.first)
-        #expect(line.contains("pam_puff(puff-test:auth): authentication failure; logname="), "\(line)")
+        #expect(line.contains("pam_puff(puff-f2b:auth): authentication failure; logname="), "\(line)")
         #expect(line.hasSuffix(" tty=ssh ruser= rhost=203.0.113.7 user=\(user)"), "\(line)")
         // A user without an account gets the same line (fail2ban bans guessers of names too).
         _ = capture.drain()
-        try fixture.authenticate("puff-no-such-user", replies: ["111333"], extra: ["--rhost", "203.0.113.8"])
+        try fixture.authenticate("puff-no-such-user", replies: ["111333"], extra: ["--rhost", "203.0.113.8"], service: "puff-f2b")
         #expect(capture.drain().contains { $0.hasSuffix("rhost=203.0.113.8 user=puff-no-such-user") })
 
         // A remote side that puts spaces in its host name cannot add a field.
