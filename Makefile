@@ -15,8 +15,6 @@ BINDIR      ?= $(PREFIX)/sbin
 USERBINDIR  ?= $(PREFIX)/bin
 SWIFT       ?= swift
 SWIFTC      ?= swiftc
-DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
-	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl
 
 # Embedded Swift. Embedded/Glibc stands in for the Glibc overlay Embedded Swift lacks, so the
 # shared sources say `import Glibc` in both builds. Strings need the toolchain's Unicode tables,
@@ -26,17 +24,31 @@ EMBEDDED        := .build-embedded
 EMBEDDED_TARGET := x86_64-unknown-linux-gnu
 EMBEDDED_LIBDIR := $(shell d=$$(dirname "$$(readlink -f "$$(command -v $(SWIFTC))")"); echo "$$d/../lib/swift/embedded/$(EMBEDDED_TARGET)")
 EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARGET) -wmo -Osize \
-	-Xfrontend -function-sections -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM
-EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -lm -lsodium -lpam -Xlinker --gc-sections \
+	-Xfrontend -function-sections -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM \
+	-I Sources/CAudit -I Sources/CPuffBuild/include
+EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -lm -lsodium -lpam -laudit -Xlinker --gc-sections \
 	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro -Xlinker --build-id
 CORE_SOURCES     := $(shell find Sources/PuffCore -name '*.swift' | sort)
 PLATFORM_SOURCES := $(shell find Sources/PuffPlatform -name '*.swift' | sort)
 PAM_SOURCES      := $(shell find Sources/PuffPAM -name '*.swift' | sort)
 HELPER_SOURCES   := $(shell find Sources/puff-check -name '*.swift' ! -name main.swift | sort)
+VERSION     := $(shell cat $(CURDIR)/VERSION)
+# The release and the helper's install path, compiled in (Sources/CPuffBuild).
+BUILD_DEFINES := -Xcc -DPUFF_VERSION='"$(VERSION)"' -Xcc -DPUFF_SBINDIR='"$(BINDIR)"'
+DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
+	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl scdoc libaudit-dev
+# What `make deb` and `make deb-test` need besides DEBIAN_DEPS.
+DEB_DEPS    := debhelper fakeroot dpkg-dev lintian man-db
+ARCH        := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB         := build/libpam-puff_$(VERSION)_$(ARCH).deb
+MANDIR      ?= $(PREFIX)/share/man
+SHAREDIR    ?= $(PREFIX)/share
+HARDEN_LINK := -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps module cli helper test demo bench race fuzz killsweep faults valgrind timing tsan install uninstall clean
+.PHONY: all build deps module cli helper man completions test demo bench race fuzz killsweep faults valgrind timing tsan \
+	install install-files install-packages uninstall deb deb-test clean
 
 all: build
 
@@ -44,7 +56,10 @@ all: build
 # policy-rc.d keeps the installation from starting services (the ssh server of openssh-server:
 # the tests run their own sshd on 127.0.0.1).
 deps:
-	@missing=""; for p in $(DEBIAN_DEPS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_DEPS)"
+
+install-packages:
+	@missing=""; for p in $(PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "Installing:$$missing"; \
 		guard=""; if [ ! -e /usr/sbin/policy-rc.d ]; then \
@@ -65,31 +80,40 @@ $(EMBEDDED)/PuffCore.o: $(CORE_SOURCES) $(EMBEDDED)/Glibc.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffCore -emit-module -emit-module-path $(EMBEDDED)/PuffCore.swiftmodule \
 		-c $(CORE_SOURCES) -o $@
 
-$(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h $(EMBEDDED)/PuffCore.o
+# The release and the helper's path, as the SwiftPM builds get them (BUILD_DEFINES).
+$(EMBEDDED)/CPuffBuild.o: Sources/CPuffBuild/build.c Sources/CPuffBuild/include/puff_build.h VERSION
+	mkdir -p $(EMBEDDED)
+	cc -O2 -fPIC -Wall -I Sources/CPuffBuild/include -DPUFF_VERSION='"$(VERSION)"' -DPUFF_SBINDIR='"$(BINDIR)"' \
+		-c Sources/CPuffBuild/build.c -o $@
+
+$(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h $(EMBEDDED)/PuffCore.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPlatform -emit-module -emit-module-path $(EMBEDDED)/PuffPlatform.swiftmodule \
 		-c $(PLATFORM_SOURCES) -o $@
 
 # NODELETE, kept from the full-runtime build (whose runtime could not be unloaded): pam_end's
 # dlclose leaves the module mapped, so a host that authenticates again does not load it again.
-build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/PuffPlatform.o
+build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPAM -emit-library -o $(EMBEDDED)/pam_puff.so \
-		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED_LINK) \
+		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED_LINK) \
 		-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map -Xlinker -z -Xlinker nodelete
 	mkdir -p build
 	install -m 0644 $(EMBEDDED)/pam_puff.so $@
 
-build/puff-check: $(HELPER_SOURCES) Sources/CPAM/shim.h $(EMBEDDED)/PuffPlatform.o
+build/puff-check: $(HELPER_SOURCES) Sources/CPAM/shim.h $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name puff_check -o $(EMBEDDED)/puff-check \
-		$(HELPER_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED_LINK) -Xlinker -pie
+		$(HELPER_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
+		$(EMBEDDED_LINK) -Xlinker -pie
 	mkdir -p build
 	install -m 0755 $(EMBEDDED)/puff-check $@
 
+# The tools: Swift runtime linked in and no RUNPATH, so they run where no toolchain is installed.
+CLI_FLAGS := -c release --static-swift-stdlib --disable-local-rpath --scratch-path .build-cli $(BUILD_DEFINES) $(HARDEN_LINK)
 cli: deps
-	$(SWIFT) build -c release --product puff-enroll
+	$(SWIFT) build $(CLI_FLAGS) --product puff-enroll
 	mkdir -p build
-	install -m 0755 .build/release/puff-enroll build/puff-enroll
-	$(SWIFT) build -c release --product puff-pad
-	install -m 0755 .build/release/puff-pad build/puff-pad
+	install -m 0755 .build-cli/release/puff-enroll build/puff-enroll
+	$(SWIFT) build $(CLI_FLAGS) --product puff-pad
+	install -m 0755 .build-cli/release/puff-pad build/puff-pad
 
 # The setuid helper, Embedded Swift like the module (rules above): no Swift runtime to read
 # SWIFT_* variables or to load, and no RUNPATH (a setuid binary must not load libraries from a
@@ -97,6 +121,21 @@ cli: deps
 helper: deps build/puff-check
 
 build: module cli helper
+
+# Man pages from docs/man/*.scd (scdoc).
+MANPAGES := pam_puff.8 puff.conf.5 puff-enroll.8 puff-check.8 puff-pad.1
+man: deps
+	mkdir -p build/man
+	for page in $(MANPAGES); do scdoc < docs/man/$$page.scd > build/man/$$page || exit 1; done
+
+# Shell completions, generated by swift-argument-parser from the built tools.
+completions: cli
+	mkdir -p build/completions
+	for tool in puff-enroll puff-pad; do \
+		build/$$tool --generate-completion-script bash | sed '1{/^#!/d}' > build/completions/$$tool.bash && \
+		build/$$tool --generate-completion-script zsh > build/completions/_$$tool && \
+		build/$$tool --generate-completion-script fish > build/completions/$$tool.fish || exit 1; \
+	done
 
 # Runs a command so that it cannot change the machine: a private mount namespace with
 # copy-on-write /etc, /var/lib and /var/log, and a guard that fails when the machine's
@@ -170,21 +209,69 @@ timing: module
 	$(SWIFT) build --product puff-pam-harness
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label timing -- bash scripts/timing.sh
 
-install: build
-	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(BINDIR)
-	install -s -m 0644 build/pam_puff.so $(DESTDIR)$(PAMDIR)/pam_puff.so
-	install -m 0755 build/puff-enroll $(DESTDIR)$(BINDIR)/puff-enroll
-	install -s -m 4755 -o root -g root build/puff-check $(DESTDIR)$(BINDIR)/puff-check
-	install -d $(DESTDIR)$(USERBINDIR)
-	install -m 0755 build/puff-pad $(DESTDIR)$(USERBINDIR)/puff-pad
-	install -d $(DESTDIR)/etc/pam.d
-	install -m 0644 pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-enroll
+install: build man completions install-files
 	install -d -m 0755 $(DESTDIR)/etc/puff
 	install -d -m 0700 $(DESTDIR)/var/lib/puff
 
+# Installs what `make build man completions` made (debian/rules calls this with PREFIX=/usr;
+# the package's postinst makes /etc/puff and /var/lib/puff, so that purge can remove them).
+install-files:
+	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(USERBINDIR)
+	install -s -m 0644 build/pam_puff.so $(DESTDIR)$(PAMDIR)/pam_puff.so
+	install -m 0755 build/puff-enroll $(DESTDIR)$(BINDIR)/puff-enroll
+	install -s -m 4755 build/puff-check $(DESTDIR)$(BINDIR)/puff-check
+	install -m 0755 build/puff-pad $(DESTDIR)$(USERBINDIR)/puff-pad
+	install -d $(DESTDIR)/etc/pam.d
+	install -m 0644 pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-enroll
+	install -m 0644 pam.d/puff-pad $(DESTDIR)/etc/pam.d/puff-pad
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	for page in $(MANPAGES); do install -m 0644 build/man/$$page $(DESTDIR)$(MANDIR)/man$${page##*.}/$$page; done
+	install -d $(DESTDIR)$(SHAREDIR)/bash-completion/completions $(DESTDIR)$(SHAREDIR)/zsh/vendor-completions \
+		$(DESTDIR)$(SHAREDIR)/fish/vendor_completions.d
+	for tool in puff-enroll puff-pad; do \
+		install -m 0644 build/completions/$$tool.bash $(DESTDIR)$(SHAREDIR)/bash-completion/completions/$$tool && \
+		install -m 0644 build/completions/_$$tool $(DESTDIR)$(SHAREDIR)/zsh/vendor-completions/_$$tool && \
+		install -m 0644 build/completions/$$tool.fish $(DESTDIR)$(SHAREDIR)/fish/vendor_completions.d/$$tool.fish || exit 1; \
+	done
+	install -d $(DESTDIR)$(SHAREDIR)/pam-configs
+	install -m 0644 debian/pam-configs/puff debian/pam-configs/puff-authsucc $(DESTDIR)$(SHAREDIR)/pam-configs/
+	install -d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples
+	install -m 0644 pam.d/puff-else-password pam.d/puff-example pam.d/puff-instead-of-password \
+		$(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/
+	install -d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d
+	install -m 0644 docs/fail2ban/filter.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d/puff.conf
+	install -m 0644 docs/fail2ban/jail.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d/puff.conf
+
+# Removes what `make install` put in place; the enrollments and counters stay (say so).
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_puff.so $(DESTDIR)$(BINDIR)/puff-enroll $(DESTDIR)$(BINDIR)/puff-check \
-		$(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)$(USERBINDIR)/puff-pad
+		$(DESTDIR)$(USERBINDIR)/puff-pad $(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-pad \
+		$(DESTDIR)$(SHAREDIR)/pam-configs/puff $(DESTDIR)$(SHAREDIR)/pam-configs/puff-authsucc
+	for page in $(MANPAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${page##*.}/$$page; done
+	for tool in puff-enroll puff-pad; do rm -f $(DESTDIR)$(SHAREDIR)/bash-completion/completions/$$tool \
+		$(DESTDIR)$(SHAREDIR)/zsh/vendor-completions/_$$tool $(DESTDIR)$(SHAREDIR)/fish/vendor_completions.d/$$tool.fish; done
+	rm -rf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff
+	@echo "Left in place: $(DESTDIR)/etc/puff (host key, records, pictures, puff.conf) and"
+	@echo "$(DESTDIR)/var/lib/puff (lockout counters). Remove them, and every enrollment, with:"
+	@echo "    rm -rf $(DESTDIR)/etc/puff $(DESTDIR)/var/lib/puff"
+	@echo "Remove pam_puff.so from every PAM service that names it before the next login."
+
+# build/libpam-puff_<version>_<arch>.deb with debhelper (dpkg-buildpackage, binary only);
+# installs debhelper and lintian when missing, and runs lintian on the result.
+deb: deps
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEB_DEPS)"
+	rm -rf build/deb && mkdir -p build/deb
+	PATH="$$PATH" dpkg-buildpackage -b -us -uc --buildinfo-option=-ubuild/deb --changes-option=-ubuild/deb \
+		--buildinfo-option=-Obuild/deb/libpam-puff.buildinfo --changes-option=-Obuild/deb/libpam-puff.changes
+	cp build/deb/libpam-puff_$(VERSION)_$(ARCH).deb $(DEB)
+	lintian --fail-on error $(DEB) || \
+		{ echo "lintian reported errors"; exit 1; }
+	@echo "Built $(DEB)"
+
+# Installs the package in a throwaway overlay copy of / (never on this machine), without the
+# Swift toolchain, and logs in through it (scripts/deb-test.sh).
+deb-test: deb
+	bash scripts/deb-test.sh $(DEB)
 
 clean:
-	rm -rf build .build .build-embedded .build-fuzz .build-tsan
+	rm -rf build .build .build-embedded .build-cli .build-fuzz .build-tsan

@@ -3,6 +3,7 @@
 #include <security/pam_appl.h>
 #include <security/pam_modules.h>
 #include <security/pam_ext.h>
+#include <security/pam_modutil.h>
 #include <syslog.h>
 
 /* pam_syslog and syslog are variadic, which Swift cannot call; these pass one line as the

@@ -7,6 +7,11 @@ import PuffPlatform
 /// `operation` is `argv[1]` when there is exactly one argument.
 func helperMain(operation: String?) -> Never {
     guard Hardening.apply() else { _exit(HelperExit.failure) }
+    // `--version` reads nothing and needs no privilege.
+    if operation == "--version" {
+        print("puff-check \(BuildInfo.version)")
+        exit(HelperExit.success)
+    }
     openlog("puff-check", LOG_PID, LOG_AUTHPRIV)
     guard geteuid() == 0 else {
         HelperLog.write(LOG_ERR, "not running as root (the helper must be installed setuid root)")
