@@ -80,8 +80,15 @@ $(EMBEDDED)/PuffCore.o: $(CORE_SOURCES) $(EMBEDDED)/Glibc.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffCore -emit-module -emit-module-path $(EMBEDDED)/PuffCore.swiftmodule \
 		-c $(CORE_SOURCES) -o $@
 
-# The release and the helper's path, as the SwiftPM builds get them (BUILD_DEFINES).
-$(EMBEDDED)/CPuffBuild.o: Sources/CPuffBuild/build.c Sources/CPuffBuild/include/puff_build.h VERSION
+# The release and the helper's path, as the SwiftPM builds get them (BUILD_DEFINES). The stamp
+# changes only when they do (a package build passes PREFIX=/usr), and then so does the object.
+$(EMBEDDED)/build-defines: FORCE
+	@mkdir -p $(EMBEDDED)
+	@echo '$(VERSION) $(BINDIR)' | cmp -s - $@ || echo '$(VERSION) $(BINDIR)' > $@
+
+FORCE:
+
+$(EMBEDDED)/CPuffBuild.o: Sources/CPuffBuild/build.c Sources/CPuffBuild/include/puff_build.h $(EMBEDDED)/build-defines
 	mkdir -p $(EMBEDDED)
 	cc -O2 -fPIC -Wall -I Sources/CPuffBuild/include -DPUFF_VERSION='"$(VERSION)"' -DPUFF_SBINDIR='"$(BINDIR)"' \
 		-c Sources/CPuffBuild/build.c -o $@
