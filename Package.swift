@@ -32,9 +32,14 @@ let package = Package(
         // libchafa (and the GLib it is built on) renders pictures as terminal text in puff-pad.
         .systemLibrary(name: "CChafa", path: "Sources/CChafa", pkgConfig: "chafa",
                        providers: [.apt(["libchafa-dev", "libglib2.0-dev"])]),
+        // Start-up code that runs before the Swift runtime reads SWIFT_* variables: the
+        // helper drops its whole environment (.preinit_array), the module hides SWIFT_*
+        // entries while its runtime starts in a setuid host (a priority-101 constructor).
+        .target(name: "CHelperStart", path: "Sources/CHelperStart"),
+        .target(name: "CModuleStart", path: "Sources/CModuleStart"),
         .target(name: "PuffCore"),
         .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium"]),
-        .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM"],
+        .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CModuleStart"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [
             "PuffCore", "PuffPlatform", "CStb",
@@ -42,7 +47,7 @@ let package = Package(
         ]),
         // The setuid-root helper for unprivileged callers (like pam_unix's unix_chkpwd): no
         // Foundation, no argument parser; libpam only for the system-password proof.
-        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "CPAM"]),
+        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CHelperStart"]),
         // The terminal pad: draws gestures on the picture and runs a PAM login; not setuid.
         .executableTarget(name: "puff-pad", dependencies: [
             "PuffCore", "CPAM", "CStb", "CChafa",

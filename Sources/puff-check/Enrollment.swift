@@ -22,7 +22,7 @@ enum Enrollment {
         }
         // The new credential is checked first, so a good proof is never spent on a bad request.
         let change: Change
-        switch request.prepare(authenticator.options) {
+        switch request.prepare(authenticator.options, isRoot: account.uid == 0) {
         case .failure(let reason):
             HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment refused: \(reason)")
             return HelperExit.rules
@@ -118,9 +118,9 @@ enum Enrollment {
         }
 
         /// The change to store, or why the new credential breaks the rules.
-        func prepare(_ options: PuffOptions) -> Result<Change, RuleError> {
+        func prepare(_ options: PuffOptions, isRoot: Bool) -> Result<Change, RuleError> {
             if let type {
-                if let violation = secret.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: false) }) {
+                if let violation = secret.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: false, minimum: options.minimumPasscode, isRoot: isRoot) }) {
                     return .failure(RuleError(violation.message))
                 }
                 return .success(.passcode(type))
