@@ -99,7 +99,7 @@ struct AuthenticatorTests {
         #expect(try attempt(authenticator, "604917") == .success(rehashed: false))
     }
 
-    @Test("root is not locked without even_deny_root, but failures are counted")
+    @Test("root is not locked with root_exempt, but failures are counted")
     func rootExempt() throws {
         let scratch = try ScratchDirectory()
         var lenient = options(scratch)
