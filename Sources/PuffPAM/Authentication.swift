@@ -101,7 +101,8 @@ extension ModuleContext {
         } else {
             let status = preflight.lock
             if status != .open {
-                log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))")
+                log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))"
+                    + (preflight.counterDamaged ? " (the counter file does not parse; puff-enroll reset rewrites it)" : ""))
                 complain(lockMessage(status), silent: silent)
                 return .denied
             }

@@ -190,10 +190,9 @@ public struct Authenticator {
                 guard current.passcode == passcode else { return failed("the passcode was changed meanwhile") }
             } else {
                 guard current.gesture == record.gesture else { return failed("the gesture was changed meanwhile") }
-                // An administrator's lock issued meanwhile requires the passcode.
-                if case .passcodeOnly(_, let reason?) = options.quickFactor.acceptance(of: current, tally, bootID: bootID(),
-                                                                                       now: started) {
-                    return .passcodeRequired(reason)
+                // An administrator's lock issued meanwhile: the gesture no longer opens.
+                if tally.adminLock {
+                    return current.passcode == nil ? .locked(.lockedUntilReset) : .passcodeRequired(.administrator)
                 }
             }
             var next = tally.settlingSuccess(of: serial, deny: options.lockout.deny) ?? tally
@@ -306,8 +305,11 @@ public struct Authenticator {
             var record = try records.load(account) ?? UserRecord(user: account.name, uid: account.uid, passcode: nil)
             record.passcode = StoredPasscode(type: type, hash: hash)
             try records.save(record)
-            // Whoever just set the passcode knows it: it counts as a passcode success.
+            // Whoever just set the passcode knows it: it counts as a passcode success, except
+            // that an administrator's lock stands until `puff-enroll reset`.
+            let adminLock = tally.adminLock
             tally = Self.passcodeUsed(tally, at: now(), boot: bootID())
+            tally.adminLock = adminLock
             try save(tally)
         }
     }

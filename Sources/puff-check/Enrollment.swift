@@ -59,6 +59,13 @@ enum Enrollment {
             }
             outcome = try authenticator.attempt(proof, for: subject)
         } else {
+            // A gesture-only user under an administrator's lock: only `puff-enroll reset` lifts
+            // it, never a passcode enrolled with the system password.
+            if case .refused(.administrator?) = subject.acceptance {
+                report.outcome = .locked
+                report.lock = .lockedUntilReset
+                return report
+            }
             outcome = try authenticator.countedAttempt(for: account) { () throws(StoreError) -> Bool in
                 SystemPassword.verify(user: account.name.value, proof: proof)
             }

@@ -41,7 +41,7 @@ struct ConcurrencyTests {
 
     @Test func sixtyFourSimultaneousFailuresAreAllCounted() throws {
         let user = try TestUsers.ensure("puff-it-alice")
-        let fixture = try Fixture(moduleArguments: "deny=100000")
+        let fixture = try Fixture(moduleArguments: "deny=100000 max_failures=0")
         try fixture.enroll(user, "604917")
         let results = try raceAuthentications(fixture, user: user, reply: "111333", count: 64)
         #expect(results.allSatisfy { $0 == PAMCode.authError })
@@ -86,7 +86,7 @@ struct ConcurrencyTests {
 
     @Test func multithreadedHostDoesNotCrash() throws {
         let user = try TestUsers.ensure("puff-it-alice")
-        let fixture = try Fixture(moduleArguments: "deny=100000")
+        let fixture = try Fixture(moduleArguments: "deny=100000 max_failures=0")
         try fixture.enroll(user, "604917")
         let result = try fixture.authenticate(user, replies: ["604917"], extra: ["--threads", "16", "--repeat", "20"])
         #expect(result.status == 0, "\(result.output) \(result.errors)")

@@ -65,7 +65,7 @@ struct RaceTests {
     @Test(arguments: [64, 200], [false, true])
     func simultaneousWrongAttemptsAreAllCounted(count: Int, fileExists: Bool) throws {
         let user = try TestUsers.ensure("puff-it-alice")
-        let fixture = try Fixture(moduleArguments: "deny=1000000")
+        let fixture = try Fixture(moduleArguments: "deny=1000000 max_failures=0")
         try fixture.enroll(user, "604917")
         let tallies = try Self.faillockService(fixture)
         let counterFile = fixture.state + "/" + user
