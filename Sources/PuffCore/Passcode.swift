@@ -125,7 +125,7 @@ public enum PasscodeRules {
 
     /// Four digits that read as a date or a year: MMDD, DDMM, MMYY (any year) and YYYY from
     /// 1900 to 2099 — birthdays and years are among the first guesses of anyone who knows
-    /// the user. About 1,900 of the 10,000 four-digit PINs.
+    /// the user. 1,598 of the 10,000 four-digit PINs.
     static func isDateShaped(_ digits: [UInt8]) -> Bool {
         guard digits.count == 4 else { return false }
         let values = digits.map { Int($0) - 0x30 }
