@@ -220,6 +220,86 @@ struct HardeningTests {
         #expect(result.output.contains("puff-su-ok \(target.name) kept"), "\(result.output)")
     }
 
+    // MARK: 5. Killed enrollments
+
+    /// Every temp file under the store and the state directory.
+    static func leftovers(_ fixture: Fixture) -> [String] {
+        [fixture.etc + "/users", fixture.etc + "/pictures", fixture.state].flatMap { directory in
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.contains(".tmp-") }
+                .map { directory + "/" + $0 }
+        }
+    }
+
+    /// A user kills their own gesture enrollment at every fsync of the helper: nothing is left
+    /// behind (the temp picture, up to 32 MiB of root's disk, is unnamed until complete), and an
+    /// enrollment removes what killed enrollments of older versions left.
+    @Test func aKilledSelfEnrollmentLeavesNothingBehind() throws {
+        let alice = try TestUsers.ensure("puff-it-alice")
+        let stage = try UnprivilegedTests.Stage()
+        #expect(try stage.fixture.enroll(alice, Self.right).status == 0)
+        let gesture = GestureLoginTests.wire(GestureLoginTests.genuine)
+        let input = stage.fixture.root + "/input"
+        try stage.fixture.write(input, "\(Self.right)\n\(gesture)\n\(gesture)\n", mode: 0o644)
+        let enroll = [stage.enroll, "gesture", "--picture", stage.bin + "/picture.png", "--stdin", "--helper", stage.helper]
+        var killed = 0
+        for when in 1...14 {
+            let script = "mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff && "
+                + "exec strace -f -qq -o /dev/null -u \(alice) -e trace=fsync -e inject=fsync:signal=SIGKILL:when=\(when) "
+                + enroll.joined(separator: " ") + " < \(input)"
+            let result = try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script])
+            if result.status != 0 { killed += 1 }
+            #expect(Self.leftovers(stage.fixture).isEmpty, "fsync \(when): \(Self.leftovers(stage.fixture))")
+        }
+        #expect(killed >= 3, "the helper was killed only \(killed) times")
+        // Leftovers of an older version (named temp files) go with the next enrollment.
+        try stage.fixture.write(stage.fixture.etc + "/pictures/..next-\(alice).tmp-0123456789abcdef", "half", mode: 0o644)
+        try stage.fixture.write(stage.fixture.etc + "/users/.\(alice).tmp-0123456789abcdef", "half", mode: 0o600)
+        let clean = try stage.runAs(alice, enroll, input: "\(Self.right)\n\(gesture)\n\(gesture)\n")
+        #expect(clean.status == 0, "\(clean.errors)")
+        #expect(Self.leftovers(stage.fixture).isEmpty, "\(Self.leftovers(stage.fixture))")
+    }
+
+    // MARK: 8. An administrator's lock
+
+    /// A gesture-only user under `puff-enroll lock` cannot lift it by enrolling a passcode with
+    /// the system password (through the helper, pam_unix reading a private copy of /etc/shadow
+    /// mounted in the namespace): only `puff-enroll reset` does.
+    @Test func anAdministratorsLockStandsUntilReset() throws {
+        let stage = try UnprivilegedTests.Stage()
+        let dave = try TestUsers.ensure("puff-it-dave")
+        let hash = try run("/usr/bin/openssl", ["passwd", "-6", "-stdin"], input: "Sys-pass-4821\n")
+        let shadow = try String(contentsOfFile: "/etc/shadow", encoding: .utf8).split(separator: "\n").map { line -> String in
+            var fields = line.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            if fields.first == dave, fields.count > 1 { fields[1] = hash.output.trimmingCharacters(in: .whitespacesAndNewlines) }
+            return fields.joined(separator: ":")
+        }
+        try stage.fixture.write(stage.shadow, shadow.joined(separator: "\n") + "\n", mode: 0o640)
+        func selfEnroll(_ input: String) throws -> Run {
+            let command = [stage.enroll, "passcode", "--stdin", "--helper", stage.helper]
+            let script = "mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff && "
+                + "mount --bind \(stage.systemPAM) /etc/pam.d && mount --bind \(stage.shadow) /etc/shadow && "
+                + "exec setpriv --reuid=\(dave) --regid=\(dave) --init-groups " + command.joined(separator: " ")
+            return try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script], input: input)
+        }
+        let gesture = GestureLoginTests.wire(GestureLoginTests.genuine)
+        try GestureLoginTests().enrolled(stage.fixture, dave)
+        #expect(try stage.authenticate(as: dave, replies: [gesture]).status == PAMCode.success)
+        #expect(try run(Artefacts.enroll, ["lock", "--user", dave] + stage.fixture.storeArguments).status == 0)
+        let refused = try stage.authenticate(as: dave, replies: [gesture])
+        #expect(refused.status == PAMCode.authError, "\(refused.output) \(refused.errors)")
+        let lifted = try selfEnroll("Sys-pass-4821\n\(Self.right)\n")
+        #expect(lifted.status != 0, "the self-enrollment went through: \(lifted.output) \(lifted.errors)")
+        #expect(try stage.authenticate(as: dave, replies: [Self.right]).status == PAMCode.authError)
+        #expect(try stage.authenticate(as: dave, replies: [gesture]).status == PAMCode.authError)
+        // The administrator's reset lifts it; then the system password enrolls a passcode.
+        #expect(try run(Artefacts.enroll, ["reset", "--user", dave] + stage.fixture.storeArguments).status == 0)
+        let after = try stage.authenticate(as: dave, replies: [gesture])
+        #expect(after.status == PAMCode.success, "\(after.output) \(after.errors)")
+        let enrolled = try selfEnroll("Sys-pass-4821\n\(Self.right)\n")
+        #expect(enrolled.status == 0, "\(enrolled.output) \(enrolled.errors)")
+        #expect(try stage.authenticate(as: dave, replies: [Self.right]).status == PAMCode.success)
+    }
+
     // MARK: 6. Out of memory
 
     /// argon2id cannot allocate (RLIMIT_AS): the right passcode gets PAM_BUF_ERR, the log
