@@ -126,8 +126,11 @@ struct ShowGesture: ParsableCommand {
     @Option(help: "The user whose gesture to show.")
     var user: String
 
-    @Option(help: "Where to write the SVG.")
+    @Option(help: "Where to write the SVG: a new file (mode 0600); no symlink is followed on the way.")
     var output: String
+
+    @Flag(help: "Replace an existing regular file at --output (it is removed and created anew, mode 0600).")
+    var force = false
 
     func run() throws {
         try Command.run {
@@ -139,13 +142,56 @@ struct ShowGesture: ParsableCommand {
             }
             let href = picture.map { "data:\(Picture.mediaType(of: $0));base64," + Base64.encode($0) }
             let svg = Array(GestureSVG.render(template: template, pictureHref: href).utf8)
-            let fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw Failure(ExitCodes.storeFailure, "cannot write \(output)") }
+            let fd = try PrivateOutput.create(output, replacing: force)
             defer { close(fd) }
             let wrote = svg.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             guard wrote == svg.count else { throw Failure(ExitCodes.storeFailure, "cannot write \(output)") }
             Terminal.say("Wrote \(output).")
         }
+    }
+}
+
+/// A file root writes for an administrator (the SVG reveals the gesture): created new with mode
+/// 0600, never through a symlink — not the last component (`O_EXCL|O_NOFOLLOW`) nor a parent
+/// (each directory is opened with `O_NOFOLLOW` from `/` or the working directory) — and never
+/// into a file someone prepared (an existing one is refused; with `--force` it is unlinked and
+/// created anew, so a descriptor an attacker holds on the old one sees nothing).
+enum PrivateOutput {
+    static func create(_ path: String, replacing: Bool) throws -> Int32 {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard let name = parts.last, name != ".", name != ".." else {
+            throw Failure(ExitCodes.refused, "--output must name a file")
+        }
+        var directory = open(path.hasPrefix("/") ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { throw Failure(ExitCodes.storeFailure, "cannot open the directory of \(path)") }
+        defer { close(directory) }
+        for part in parts.dropLast() {
+            let next = openat(directory, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard next >= 0 else {
+                throw Failure(ExitCodes.storeFailure, "cannot write \(path): '\(part)' is not a directory (symlinks are not followed)")
+            }
+            close(directory)
+            directory = next
+        }
+        if replacing {
+            var info = stat()
+            if fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 {
+                guard info.st_mode & S_IFMT == S_IFREG else {
+                    throw Failure(ExitCodes.storeFailure, "refusing to replace \(path): not a regular file")
+                }
+                guard unlinkat(directory, name, 0) == 0 else { throw Failure(ExitCodes.storeFailure, "cannot replace \(path)") }
+            }
+        }
+        let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST { throw Failure(ExitCodes.storeFailure, "\(path) exists; choose a new file or pass --force") }
+            throw Failure(ExitCodes.storeFailure, "cannot write \(path)")
+        }
+        guard fchmod(fd, 0o600) == 0 else {
+            close(fd)
+            throw Failure(ExitCodes.storeFailure, "cannot write \(path)")
+        }
+        return fd
     }
 }
 

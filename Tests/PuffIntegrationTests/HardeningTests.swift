@@ -300,6 +300,43 @@ struct HardeningTests {
         #expect(try stage.authenticate(as: dave, replies: [Self.right]).status == PAMCode.success)
     }
 
+    /// `show-gesture --output` writes the gesture only to a new 0600 file reached without
+    /// symlinks; an existing file is refused unless --force, which replaces it with a new one.
+    @Test func showGestureWritesOnlyANewPrivateFile() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture()
+        try GestureLoginTests().enrolled(fixture, user)
+        func show(_ path: String, _ extra: [String] = []) throws -> Run {
+            try run(Artefacts.enroll, ["show-gesture", "--user", user, "--output", path] + extra + fixture.storeArguments)
+        }
+        // A file an attacker prepared with mode 0666.
+        let prepared = fixture.root + "/prepared.svg"
+        try fixture.write(prepared, "planted", mode: 0o666)
+        let refused = try show(prepared)
+        #expect(refused.status != 0)
+        #expect(refused.errors.contains("exists"), "\(refused.errors)")
+        #expect(try String(contentsOfFile: prepared, encoding: .utf8) == "planted")
+        let before = try FileManager.default.attributesOfItem(atPath: prepared)[.systemFileNumber] as? Int
+        let forced = try show(prepared, ["--force"])
+        #expect(forced.status == 0, "\(forced.errors)")
+        let after = try FileManager.default.attributesOfItem(atPath: prepared)
+        #expect(after[.posixPermissions] as? Int == 0o600)
+        #expect(after[.systemFileNumber] as? Int != before, "written into the prepared inode")
+        // A symlinked parent directory and a symlink as the file itself.
+        let elsewhere = fixture.root + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: fixture.root + "/link", withDestinationPath: elsewhere)
+        #expect(try show(fixture.root + "/link/g.svg").status != 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
+        try FileManager.default.createSymbolicLink(atPath: fixture.root + "/file-link.svg", withDestinationPath: elsewhere + "/x.svg")
+        #expect(try show(fixture.root + "/file-link.svg", ["--force"]).status != 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
+        // A new file: created 0600.
+        let fresh = fixture.root + "/fresh.svg"
+        #expect(try show(fresh).status == 0)
+        #expect(try FileManager.default.attributesOfItem(atPath: fresh)[.posixPermissions] as? Int == 0o600)
+    }
+
     // MARK: 6. Out of memory
 
     /// argon2id cannot allocate (RLIMIT_AS): the right passcode gets PAM_BUF_ERR, the log
