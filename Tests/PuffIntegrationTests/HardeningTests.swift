@@ -262,8 +262,8 @@ struct HardeningTests {
     // MARK: 8. An administrator's lock
 
     /// A gesture-only user under `puff-enroll lock` cannot lift it by enrolling a passcode with
-    /// the system password (through the helper, pam_unix reading a private copy of /etc/shadow
-    /// mounted in the namespace): only `puff-enroll reset` does.
+    /// the system password (through the helper, pam_unix reading the stage's copy of
+    /// /etc/shadow mounted in the namespace): only `puff-enroll reset` does.
     @Test func anAdministratorsLockStandsUntilReset() throws {
         let stage = try UnprivilegedTests.Stage()
         let dave = try TestUsers.ensure("puff-it-dave")
@@ -275,11 +275,7 @@ struct HardeningTests {
         }
         try stage.fixture.write(stage.shadow, shadow.joined(separator: "\n") + "\n", mode: 0o640)
         func selfEnroll(_ input: String) throws -> Run {
-            let command = [stage.enroll, "passcode", "--stdin", "--helper", stage.helper]
-            let script = "mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff && "
-                + "mount --bind \(stage.systemPAM) /etc/pam.d && mount --bind \(stage.shadow) /etc/shadow && "
-                + "exec setpriv --reuid=\(dave) --regid=\(dave) --init-groups " + command.joined(separator: " ")
-            return try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script], input: input)
+            try stage.runAs(dave, [stage.enroll, "passcode", "--stdin", "--helper", stage.helper], input: input)
         }
         let gesture = GestureLoginTests.wire(GestureLoginTests.genuine)
         try GestureLoginTests().enrolled(stage.fixture, dave)
