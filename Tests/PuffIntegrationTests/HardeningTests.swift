@@ -312,12 +312,14 @@ struct HardeningTests {
         #expect(refused.status != 0)
         #expect(refused.errors.contains("exists"), "\(refused.errors)")
         #expect(try String(contentsOfFile: prepared, encoding: .utf8) == "planted")
-        let before = try FileManager.default.attributesOfItem(atPath: prepared)[.systemFileNumber] as? Int
+        // The attacker keeps the prepared file open: --force must not write into it.
+        let held = try #require(FileHandle(forReadingAtPath: prepared))
+        defer { try? held.close() }
         let forced = try show(prepared, ["--force"])
         #expect(forced.status == 0, "\(forced.errors)")
-        let after = try FileManager.default.attributesOfItem(atPath: prepared)
-        #expect(after[.posixPermissions] as? Int == 0o600)
-        #expect(after[.systemFileNumber] as? Int != before, "written into the prepared inode")
+        #expect(try FileManager.default.attributesOfItem(atPath: prepared)[.posixPermissions] as? Int == 0o600)
+        #expect(String(decoding: try held.readToEnd() ?? Data(), as: UTF8.self) == "planted", "written into the prepared inode")
+        #expect(try String(contentsOfFile: prepared, encoding: .utf8).contains("<svg"))
         // A symlinked parent directory and a symlink as the file itself.
         let elsewhere = fixture.root + "/elsewhere"
         try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: false)
