@@ -87,12 +87,26 @@ public struct LockoutStore: Sendable {
     /// requirement; the time and boot of the latest passcode success are kept.
     /// A damaged counter is replaced by an empty one. Temp files left by killed writers of
     /// older versions are removed.
+    ///
+    /// A reset never waits for longer than `lock_wait`: when a process stopped inside its short
+    /// locked step (SIGSTOP) still holds the lock then, the reset writes without it — a rename
+    /// is atomic, so readers see the old or the reset counter. Should that process resume, it
+    /// may write the count it had read (never a lower one), and the reset is to be repeated.
     public func reset(_ name: UserName) throws(StoreError) {
-        try update(name) { tally, save throws(StoreError) in
-            tally = tally.isDamaged ? Tally() : tally.clearingFailures()
-            tally.adminLock = false
-            tally.clearedSerial = tally.serial
-            try save(tally)
+        func cleared(_ tally: Tally) -> Tally {
+            var next = tally.isDamaged ? Tally() : tally.clearingFailures()
+            next.adminLock = false
+            next.clearedSerial = next.serial
+            return next
+        }
+        do {
+            try update(name) { tally, save throws(StoreError) in
+                tally = cleared(tally)
+                try save(tally)
+            }
+        } catch .lockTimeout {
+            let state = try openState()
+            try state.replaceFile(name.value, with: cleared(try Self.load(name, from: state)).encoded())
         }
         if let state = try? TrustedDirectory(directory) { state.removeLeftovers(of: name.value) }
     }

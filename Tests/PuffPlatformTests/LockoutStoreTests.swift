@@ -216,10 +216,24 @@ struct LockoutStoreTests {
         guard fd >= 0 else { throw SetupError(what: "open") }
         defer { close(fd) }
         guard flock(fd, LOCK_EX) == 0 else { throw SetupError(what: "flock") }
-        #expect(errorKind { () throws(StoreError) in try counters.reset(alice) } == .lockTimeout)
+        #expect(errorKind { () throws(StoreError) in try set(Tally(failures: 2), in: counters, for: alice) } == .lockTimeout)
         // Readers need no lock: a rename shows them the old or the new file, whole.
         #expect(try counters.read(alice) == Tally())
         _ = flock(fd, LOCK_UN)
-        #expect(errorKind { () throws(StoreError) in try counters.reset(alice) } == nil)
+        #expect(errorKind { () throws(StoreError) in try set(Tally(failures: 2), in: counters, for: alice) } == nil)
+    }
+
+    @Test("a reset waits at most lock_wait for a stuck lock holder, then resets without the lock")
+    func resetPastAStuckHolder() throws {
+        let scratch = try ScratchDirectory()
+        let counters = store(scratch, wait: 1)
+        try set(Tally(failures: 7, lastFailure: 5, lockedUntil: Tally.untilReset), in: counters, for: alice)
+        let fd = open(scratch("state/.alice.lock"), O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw SetupError(what: "open") }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX) == 0 else { throw SetupError(what: "flock") }
+        try counters.reset(alice)
+        #expect(try counters.read(alice).failures == 0)
+        #expect(try counters.read(alice).lockedUntil == 0)
     }
 }
