@@ -103,7 +103,12 @@ public struct Authenticator {
     /// 3. on success only, under the lock again: clear the failures counted *before* this
     ///    attempt (those counted after it stay, with their lock), unless a newer success or an
     ///    admin reset already did; the record must still hold the secret that verified.
-    public func attempt(_ passcode: borrowing SecureBytes, for subject: Subject) throws(StoreError) -> Outcome {
+    ///
+    /// A passcode of a type below `min_passcode` is refused before anything is counted or
+    /// verified, unless `asProofForChange` (the user proving who they are in order to replace
+    /// it with one that meets the minimum).
+    public func attempt(_ passcode: borrowing SecureBytes, for subject: Subject,
+                        asProofForChange: Bool = false) throws(StoreError) -> Outcome {
         switch subject {
         case .notEnrolled:
             try runDummyVerification(passcode)
@@ -124,6 +129,12 @@ public struct Authenticator {
                 let acceptance = options.quickFactor.acceptance(of: record, tally, bootID: bootID(), now: started)
                 if case .refused = acceptance { return .decided(.locked(.lockedUntilReset)) }
                 if isGesture, case .passcodeOnly(_, let reason?) = acceptance { return .decided(.passcodeRequired(reason)) }
+                if !isGesture, !asProofForChange, let minimum = options.minimumPasscode,
+                   let stored = record.passcode, !stored.type.meets(minimum) {
+                    return .decided(.failure(failures: tally.failures, lock: status,
+                                             detail: "the enrolled passcode type \(stored.type.rawValue) is below "
+                                                 + "min_passcode=\(minimum.rawValue); not counted, nothing verified"))
+                }
                 // Open the template before counting: a store problem must not cost an attempt.
                 var template: GestureTemplate?
                 if isGesture, let gesture = record.gesture {
@@ -155,9 +166,6 @@ public struct Authenticator {
                                          passcode: nil, upgradedHash: nil, failed: failed)
             }
             guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
-            if let minimum = options.minimumPasscode, !stored.type.meets(minimum) {
-                return failed("the enrolled passcode type \(stored.type.rawValue) is below min_passcode=\(minimum.rawValue)")
-            }
             let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
             let matched: Bool
             do {

@@ -57,7 +57,7 @@ enum Enrollment {
                 report.acceptance = .passcodeOnly(passcode.type, because: nil)
                 return report
             }
-            outcome = try authenticator.attempt(proof, for: subject)
+            outcome = try authenticator.attempt(proof, for: subject, asProofForChange: true)
         } else {
             // A gesture-only user under an administrator's lock: only `puff-enroll reset` lifts
             // it, never a passcode enrolled with the system password.

@@ -57,7 +57,7 @@ struct Passcode: ParsableCommand {
         }
         let subject = try authenticator.subject(for: account.name.value)
         // The check counts like a login: a wrong current passcode is a failed attempt.
-        switch try authenticator.attempt(current, for: subject) {
+        switch try authenticator.attempt(current, for: subject, asProofForChange: true) {
         case .success: return
         case .locked: throw Failure(ExitCodes.refused, "locked after too many failed attempts; ask an administrator")
         case .failure, .notEnrolled, .passcodeRequired: throw Failure(ExitCodes.refused, "the current passcode is wrong")

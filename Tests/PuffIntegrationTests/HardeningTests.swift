@@ -379,6 +379,7 @@ struct HardeningTests {
         // The older 4-digit record no longer logs in.
         let old = try fixture.authenticate(user, replies: ["4821"])
         #expect(old.status == PAMCode.authError, "\(old.output)")
+        #expect(try fixture.failures(user) == 0, "refused unverified, so not counted")
         let refused = try fixture.enroll(user, "7394", type: "digits4")
         #expect(refused.status != 0)
         #expect(refused.errors.contains("min_passcode"), "\(refused.errors)")
