@@ -335,6 +335,33 @@ struct HardeningTests {
         #expect(try FileManager.default.attributesOfItem(atPath: fresh)[.posixPermissions] as? Int == 0o600)
     }
 
+    /// Root runs stb_image only in a child that has become `nobody` (`puff-pad` as root: a
+    /// login for another user shows that user's picture): traced with strace, the picture is
+    /// on screen and the decoding child dropped its groups and its uid first.
+    @Test func rootDecodesPicturesOnlyInAnUnprivilegedChild() throws {
+        var template = Array("/tmp/puff-trace-XXXXXX".utf8CString)
+        let directory = String(cString: try #require(mkdtemp(&template)))
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let trace = directory + "/pad.trace"
+        let pane = try TmuxPane(["/usr/bin/strace", "-f", "-qq", "-o", trace, "-e", "trace=setgroups,setgid,setuid",
+                                 Artefacts.pad, "draw", "--picture", Artefacts.testPicture])
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !(try pane.capture(escapes: true)).contains("48;2;") { usleep(100_000) }
+        #expect(try pane.capture(escapes: true).contains("48;2;"), "the picture was not drawn")
+        let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
+        // strace pads the result column: "PID setuid(65534)        = 0".
+        func succeeded(_ call: String) -> [Substring] { lines.filter { $0.contains(" \(call) ") || $0.contains(" \(call)") }
+            .filter { $0.contains(call) && $0.hasSuffix("= 0") } }
+        let dropped = succeeded("setuid(65534)")
+        #expect(dropped.count == 1, "\(lines)")
+        let child = dropped.first.map { $0.split(separator: " ")[0] } ?? "?"
+        #expect(succeeded("setgroups(0, NULL)").contains { $0.hasPrefix(child + " ") }, "\(lines)")
+        // No way back to root in that child, and it is not the pad itself (the pad reaps it).
+        #expect(lines.contains { $0.hasPrefix(child + " setuid(0)") && $0.contains("EPERM") }, "\(lines)")
+        #expect(lines.contains { $0.contains("SIGCHLD") && $0.contains("si_pid=\(child),") }, "\(lines)")
+        try pane.key("Escape")
+    }
+
     // MARK: 6. Out of memory
 
     /// argon2id cannot allocate (RLIMIT_AS): the right passcode gets PAM_BUF_ERR, the log
