@@ -27,7 +27,8 @@ let package = Package(
                        providers: [.apt(["libpam0g-dev"])]),
         .systemLibrary(name: "CSodium", path: "Sources/CSodium",
                        providers: [.apt(["libsodium-dev"])]),
-        // stb_image (Debian's libstb), used by puff-enroll to read picture sizes; never in the module.
+        // stb_image (Debian's libstb), used by puff-pad to decode pictures (as root only in an
+        // unprivileged child); never in the module, the helper or puff-enroll.
         .systemLibrary(name: "CStb", path: "Sources/CStb", providers: [.apt(["libstb-dev"])]),
         // libchafa (and the GLib it is built on) renders pictures as terminal text in puff-pad.
         .systemLibrary(name: "CChafa", path: "Sources/CChafa", pkgConfig: "chafa",
@@ -42,7 +43,7 @@ let package = Package(
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CModuleStart"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [
-            "PuffCore", "PuffPlatform", "CStb",
+            "PuffCore", "PuffPlatform",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The setuid-root helper for unprivileged callers (like pam_unix's unix_chkpwd): no

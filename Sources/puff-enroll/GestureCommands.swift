@@ -1,5 +1,4 @@
 import ArgumentParser
-import CStb
 import Glibc
 import PuffCore
 import PuffPlatform
@@ -195,7 +194,7 @@ enum PrivateOutput {
     }
 }
 
-/// A picture file: its bytes and its size, read with stb_image.
+/// A picture file: its bytes and its size, read from its header.
 struct Picture {
     let bytes: [UInt8]
     let width: Int
@@ -228,15 +227,43 @@ struct Picture {
         return Picture(bytes: bytes, width: width, height: height)
     }
 
-    /// Width and height from the image header (`stbi_info_from_memory`), without decoding pixels.
+    /// Width and height from the image header, without decoding anything: a PNG's IHDR chunk
+    /// (which must come first) or a JPEG's start-of-frame marker. A few lines of bounded
+    /// parsing instead of stb_image, so root (enrolling a gesture for a user, with that user's
+    /// picture) runs no image decoder at all.
     static func size(of bytes: [UInt8]) -> (Int, Int)? {
-        var width: Int32 = 0, height: Int32 = 0, components: Int32 = 0
-        guard let length = Int32(exactly: bytes.count) else { return nil }
-        let ok = bytes.withUnsafeBufferPointer { buffer in
-            stbi_info_from_memory(buffer.baseAddress, length, &width, &height, &components)
+        func bigEndian(_ at: Int, _ count: Int) -> Int? {
+            guard at >= 0, count > 0, at + count <= bytes.count else { return nil }
+            return bytes[at..<(at + count)].reduce(0) { $0 << 8 | Int($1) }
         }
-        guard ok == 1, width > 0, height > 0 else { return nil }
-        return (Int(width), Int(height))
+        var size: (Int, Int)?
+        switch mediaType(of: bytes) {
+        case "image/png":
+            // Signature (8), chunk length (4) = 13, "IHDR", width (4), height (4).
+            guard bigEndian(8, 4) == 13, bytes.count >= 24, Array(bytes[12..<16]) == Array("IHDR".utf8),
+                  let width = bigEndian(16, 4), let height = bigEndian(20, 4) else { return nil }
+            size = (width, height)
+        case "image/jpeg":
+            // Markers after SOI: FF, type, then a big-endian length that includes itself.
+            var at = 2
+            while size == nil, at + 4 <= bytes.count {
+                guard bytes[at] == 0xff else { return nil }
+                let marker = bytes[at + 1]
+                if marker == 0xff { at += 1; continue }  // fill byte
+                if marker == 0xd8 || marker == 0x01 || (0xd0...0xd7).contains(marker) { at += 2; continue }
+                guard marker != 0xd9, marker != 0xda, let length = bigEndian(at + 2, 2), length >= 2 else { return nil }
+                // SOF0…SOF15 except DHT (C4), JPG (C8) and DAC (CC): precision, height, width.
+                if (0xc0...0xcf).contains(marker), ![0xc4, 0xc8, 0xcc].contains(marker) {
+                    guard let height = bigEndian(at + 5, 2), let width = bigEndian(at + 7, 2) else { return nil }
+                    size = (width, height)
+                }
+                at += 2 + length
+            }
+        default:
+            return nil
+        }
+        guard let (width, height) = size, width > 0, height > 0 else { return nil }
+        return (width, height)
     }
 
     /// The media type from the file's signature.

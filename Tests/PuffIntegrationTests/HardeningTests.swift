@@ -362,6 +362,34 @@ struct HardeningTests {
         try pane.key("Escape")
     }
 
+    /// Root enrolling a gesture for a user reads the picture's size from its header with a few
+    /// bounded lines, never with stb_image (not even linked into puff-enroll any more).
+    @Test func puffEnrollRunsNoImageDecoder() throws {
+        let symbols = try run("/usr/bin/nm", [Artefacts.enroll])
+        #expect(symbols.status == 0, "\(symbols.errors)")
+        #expect(!symbols.output.contains("stbi_"), "puff-enroll still links stb_image")
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture()
+        // A JFIF file as cameras write them: APP0, a quantisation table, then a progressive SOF2.
+        let jpeg = fixture.root + "/picture.jpg"
+        var bytes: [UInt8] = [0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10] + Array("JFIF".utf8) + [0, 1, 1, 0, 0, 1, 0, 1, 0, 0]
+        bytes += [0xff, 0xdb, 0x00, 0x43, 0x00] + [UInt8](repeating: 1, count: 64)
+        bytes += [0xff, 0xc2, 0x00, 0x11, 0x08, 0x00, 0xc8, 0x01, 0x40, 0x03, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01]
+        bytes += [0xff, 0xd9]
+        try Data(bytes).write(to: URL(fileURLWithPath: jpeg))
+        let gesture = GestureLoginTests.wire(GestureLoginTests.genuine, width: 320, height: 200)
+        try GestureLoginTests().enrolled(fixture, user, picture: jpeg, gesture: gesture)
+        #expect(try fixture.status(user)["gesture"] as? [String: Int] == ["picture_width": 320, "picture_height": 200])
+        // A PNG whose first chunk is not IHDR is refused.
+        let odd = fixture.root + "/odd.png"
+        try Data([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13] + Array("tEXt".utf8) + [UInt8](repeating: 0, count: 17))
+            .write(to: URL(fileURLWithPath: odd))
+        let refused = try run(Artefacts.enroll, ["gesture", "--user", user, "--picture", odd, "--stdin"] + fixture.storeArguments,
+                              input: gesture + "\n" + gesture + "\n")
+        #expect(refused.status == 3)
+        #expect(refused.errors.contains("cannot read the picture's size"), "\(refused.errors)")
+    }
+
     // MARK: 6. Out of memory
 
     /// argon2id cannot allocate (RLIMIT_AS): the right passcode gets PAM_BUF_ERR, the log
