@@ -106,7 +106,8 @@ struct Status: ParsableCommand {
         return pad(name.value, 17) + pad(account.map { String($0.uid) } ?? "?", 5)
             + pad(record?.passcode?.type.rawValue ?? "-", 14)
             + pad(record?.gesture.map { "\($0.pictureWidth)x\($0.pictureHeight)" } ?? "-", 12)
-            + pad(String(tally.failures), 10) + pad(lockText(status, tally), 21) + acceptsText(acceptance)
+            + pad(tally.isDamaged ? "damaged" : String(tally.failures), 10) + pad(lockText(status, tally), 21)
+            + acceptsText(acceptance)
     }
 
     private func jsonRow(_ name: UserName, _ account: Account?, _ record: UserRecord?, _ tally: Tally, _ status: LockStatus,
@@ -118,6 +119,8 @@ struct Status: ParsableCommand {
             "{\"picture_width\": \($0.pictureWidth), \"picture_height\": \($0.pictureHeight)}"
         } ?? "null"))
         fields.append("\"failures\": \(tally.failures)")
+        // A counter that does not parse reads as locked until reset (failures at the maximum).
+        if tally.isDamaged { fields.append("\"counter_damaged\": true") }
         fields.append("\"last_failure\": " + (tally.lastFailure == 0 ? "null" : String(tally.lastFailure)))
         switch status {
         case .open: fields.append("\"locked\": false")
@@ -150,8 +153,9 @@ struct Reset: ParsableCommand {
             let counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
             let before = try counters.read(name)
             try counters.reset(name)
-            Command.audit("lockout of user \(name) reset by uid \(getuidValue()) (\(before.failures) failures cleared)")
-            Terminal.say("Lockout of \(name) reset (\(before.failures) failures cleared).")
+            let cleared = before.isDamaged ? "a damaged counter rewritten" : "\(before.failures) failures cleared"
+            Command.audit("lockout of user \(name) reset by uid \(getuidValue()) (\(cleared))")
+            Terminal.say("Lockout of \(name) reset (\(cleared)).")
         }
     }
 }

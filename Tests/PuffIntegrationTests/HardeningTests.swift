@@ -109,8 +109,11 @@ struct HardeningTests {
         #expect(locked.status == PAMCode.authError, "\(locked.output)")
         #expect(locked.lines.contains("ERROR Puff: too many failed attempts; locked until an administrator resets it."),
                 "\(locked.output)")
+        let status = try fixture.status(user)
+        #expect(status["counter_damaged"] as? Bool == true && status["locked_until"] as? String == "reset", "\(status)")
         let reset = try run(Artefacts.enroll, ["reset", "--user", user] + fixture.storeArguments)
         #expect(reset.status == 0, "\(reset.errors)")
+        #expect(reset.output.contains("a damaged counter rewritten"), "\(reset.output)")
         let after = try fixture.authenticate(user, replies: [Self.right])
         #expect(after.status == PAMCode.success, "\(after.output)")
     }
