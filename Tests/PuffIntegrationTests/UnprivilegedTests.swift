@@ -77,6 +77,8 @@ struct UnprivilegedTests {
                   || { echo "the stage's shadow, pam.d or store is not what the namespace shows" >&2; exit 99; }
                 exec setpriv --reuid=\(user) --regid=\(user) --init-groups \(quoted)
                 """
+            Hermetic.systemFiles.lockForReading()
+            defer { Hermetic.systemFiles.unlock() }
             let result = try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script], input: input)
             guard result.status != 98 && result.status != 99 else {
                 throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "private mounts: \(result.errors)"])
