@@ -25,7 +25,7 @@ EMBEDDED_TARGET := x86_64-unknown-linux-gnu
 EMBEDDED_LIBDIR := $(shell d=$$(dirname "$$(readlink -f "$$(command -v $(SWIFTC))")"); echo "$$d/../lib/swift/embedded/$(EMBEDDED_TARGET)")
 EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARGET) -wmo -Osize \
 	-Xfrontend -function-sections -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM \
-	-I Sources/CAudit -I Sources/CPuffBuild/include
+	-I Sources/CAudit -I Sources/CPuffBuild/include -I Sources/CModuleStart/include -I Sources/CHelperStart/include
 EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -lm -lsodium -lpam -laudit -Xlinker --gc-sections \
 	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro -Xlinker --build-id
 CORE_SOURCES     := $(shell find Sources/PuffCore -name '*.swift' | sort)
@@ -93,22 +93,35 @@ $(EMBEDDED)/CPuffBuild.o: Sources/CPuffBuild/build.c Sources/CPuffBuild/include/
 	cc -O2 -fPIC -Wall -I Sources/CPuffBuild/include -DPUFF_VERSION='"$(VERSION)"' -DPUFF_SBINDIR='"$(BINDIR)"' \
 		-c Sources/CPuffBuild/build.c -o $@
 
+# Start-up code in C, as in the SwiftPM builds: the helper drops its environment before
+# anything runs (.preinit_array); the module hides SWIFT_* while it loads into a setuid host.
+$(EMBEDDED)/ModuleStart.o: Sources/CModuleStart/start.c Sources/CModuleStart/include/CModuleStart.h
+	mkdir -p $(EMBEDDED)
+	cc -O2 -fPIC -Wall -I Sources/CModuleStart/include -c $< -o $@
+
+$(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/include/CHelperStart.h
+	mkdir -p $(EMBEDDED)
+	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c $< -o $@
+
 $(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h $(EMBEDDED)/PuffCore.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPlatform -emit-module -emit-module-path $(EMBEDDED)/PuffPlatform.swiftmodule \
 		-c $(PLATFORM_SOURCES) -o $@
 
 # NODELETE, kept from the full-runtime build (whose runtime could not be unloaded): pam_end's
 # dlclose leaves the module mapped, so a host that authenticates again does not load it again.
-build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o
+build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
+		$(EMBEDDED)/ModuleStart.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPAM -emit-library -o $(EMBEDDED)/pam_puff.so \
-		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED_LINK) \
+		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
+		$(EMBEDDED)/ModuleStart.o $(EMBEDDED_LINK) \
 		-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map -Xlinker -z -Xlinker nodelete
 	mkdir -p build
 	install -m 0644 $(EMBEDDED)/pam_puff.so $@
 
-build/puff-check: $(HELPER_SOURCES) Sources/CPAM/shim.h $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o
+build/puff-check: $(HELPER_SOURCES) Sources/CPAM/shim.h $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/HelperStart.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name puff_check -o $(EMBEDDED)/puff-check \
 		$(HELPER_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
+		$(EMBEDDED)/HelperStart.o \
 		$(EMBEDDED_LINK) -Xlinker -pie
 	mkdir -p build
 	install -m 0755 $(EMBEDDED)/puff-check $@

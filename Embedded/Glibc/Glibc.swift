@@ -46,3 +46,6 @@ public var S_IFREG: mode_t { 0o100000 }
 public var S_ISUID: mode_t { 0o004000 }
 public var S_ISGID: mode_t { 0o002000 }
 public var S_ISVTX: mode_t { 0o001000 }
+
+/// `MAP_FAILED` (a C macro casting -1 to a pointer), with the overlay's type.
+public var MAP_FAILED: UnsafeMutableRawPointer! { UnsafeMutableRawPointer(bitPattern: -1) }

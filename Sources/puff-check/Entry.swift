@@ -1,3 +1,4 @@
+import CHelperStart
 import CPAM
 import Glibc
 import PuffCore
@@ -6,7 +7,9 @@ import PuffPlatform
 /// The whole run: hardening before anything is read, then one operation for the real uid.
 /// `operation` is `argv[1]` when there is exactly one argument.
 func helperMain(operation: String?) -> Never {
-    guard Hardening.apply() else { _exit(HelperExit.failure) }
+    // The environment is already gone (CHelperStart ran before anything else); without that
+    // start-up code, refuse to run.
+    guard puff_helper_dropped_environment() >= 0, Hardening.apply() else { _exit(HelperExit.failure) }
     // `--version` reads nothing and needs no privilege.
     if operation == "--version" {
         print("puff-check \(BuildInfo.version)")
