@@ -93,12 +93,9 @@ $(EMBEDDED)/CPuffBuild.o: Sources/CPuffBuild/build.c Sources/CPuffBuild/include/
 	cc -O2 -fPIC -Wall -I Sources/CPuffBuild/include -DPUFF_VERSION='"$(VERSION)"' -DPUFF_SBINDIR='"$(BINDIR)"' \
 		-c Sources/CPuffBuild/build.c -o $@
 
-# Start-up code in C, as in the SwiftPM builds: the helper drops its environment before
-# anything runs (.preinit_array); the module hides SWIFT_* while it loads into a setuid host.
-$(EMBEDDED)/ModuleStart.o: Sources/CModuleStart/start.c Sources/CModuleStart/include/CModuleStart.h
-	mkdir -p $(EMBEDDED)
-	cc -O2 -fPIC -Wall -I Sources/CModuleStart/include -c $< -o $@
-
+# Start-up code in C, as in the SwiftPM build: the helper drops its environment before
+# anything runs (.preinit_array). (CModuleStart, which hides SWIFT_* from a full runtime while
+# the module loads into a setuid host, is left out: the embedded module has no such runtime.)
 $(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/include/CHelperStart.h
 	mkdir -p $(EMBEDDED)
 	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c $< -o $@
@@ -109,11 +106,10 @@ $(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/C
 
 # NODELETE, kept from the full-runtime build (whose runtime could not be unloaded): pam_end's
 # dlclose leaves the module mapped, so a host that authenticates again does not load it again.
-build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
-		$(EMBEDDED)/ModuleStart.o
+build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPAM -emit-library -o $(EMBEDDED)/pam_puff.so \
 		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
-		$(EMBEDDED)/ModuleStart.o $(EMBEDDED_LINK) \
+		$(EMBEDDED_LINK) \
 		-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map -Xlinker -z -Xlinker nodelete
 	mkdir -p build
 	install -m 0644 $(EMBEDDED)/pam_puff.so $@
