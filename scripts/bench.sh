@@ -169,7 +169,8 @@ helper_row() {  # helper_row LABEL FILE
   size=$(( $(stat -c %s "$installed") / 1024 ))
   runtime=$(readelf -d "$installed" | grep -c 'NEEDED.*libswift' || true)
   "$installed" query </dev/null >/dev/null 2>&1 || true
-  query=$(spawn_ms "$installed" query)
+  # An older helper may not read the store this build's puff-enroll wrote.
+  query=$(spawn_ms "$installed" query 2>/dev/null) || query="(cannot read this store)"
   printf '  %-26s %9s %8s %12s\n' "$1" "$size" "$runtime" "$query"
 }
 spawn_ms() {  # spawn_ms PROGRAM ARGUMENT: median of RUNS posix_spawn+waitpid by the enrolled user, in ms
