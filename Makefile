@@ -13,7 +13,8 @@ BINDIR      ?= $(PREFIX)/sbin
 USERBINDIR  ?= $(PREFIX)/bin
 SWIFT       ?= swift
 DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
-	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl
+	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl \
+	slapd ldap-utils libldap2-dev
 MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disable-local-rpath \
 	-Xswiftc -static-stdlib \
 	-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map \
