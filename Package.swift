@@ -32,8 +32,12 @@ let package = Package(
         // libchafa (and the GLib it is built on) renders pictures as terminal text in puff-pad.
         .systemLibrary(name: "CChafa", path: "Sources/CChafa", pkgConfig: "chafa",
                        providers: [.apt(["libchafa-dev", "libglib2.0-dev"])]),
+        // libldap for fleet mode (`backend = ldap`): a thin C layer over its variadic BER
+        // calls and NULL-terminated modify lists (Sources/CLDAP/include/puff_ldap.h).
+        .target(name: "CLDAP", path: "Sources/CLDAP",
+                linkerSettings: [.linkedLibrary("ldap"), .linkedLibrary("lber")]),
         .target(name: "PuffCore"),
-        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium"]),
+        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CLDAP"]),
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [

@@ -54,6 +54,7 @@ public struct Authenticator {
     public func subject(for userName: String) throws(StoreError) -> Subject {
         guard UserName(userName) != nil else { return .notEnrolled(reason: "invalid user name") }
         guard let account = try Account.lookup(userName) else { return .notEnrolled(reason: "no such account") }
+        if options.directory.isEnabled { return try fleetSubject(account) }  // FleetAuthenticator.swift
         guard let record = try records.load(account), record.hasAnyFactor else {
             return .notEnrolled(reason: "no Puff record")
         }
@@ -95,6 +96,7 @@ public struct Authenticator {
             return .notEnrolled
         case .enrolled(let enrolled):
             let account = enrolled.account
+            if options.directory.isEnabled { return try fleetAttempt(passcode, account) }  // FleetAuthenticator.swift
             guard let hostKey = try records.loadHostKey() else {
                 throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
             }
@@ -202,7 +204,7 @@ public struct Authenticator {
         }
     }
 
-    private func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
+    func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
         // The host key if there is one, so the cost matches a real attempt.
         let key: SecureBytes
         switch try records.loadHostKey() {
@@ -219,6 +221,7 @@ public struct Authenticator {
     /// Runs under the user's counter lock, so it cannot interleave with a login's rehash.
     public func storePasscode(_ passcode: borrowing SecureBytes, type: PasscodeType,
                               for account: Account) throws(StoreError) {
+        if options.directory.isEnabled { return try fleetStorePasscode(passcode, type: type, for: account) }
         let hostKey = try records.loadOrCreateHostKey()
         let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
         let hash = try hasher.hash(prehash)
@@ -235,6 +238,7 @@ public struct Authenticator {
     /// Seals `template` for `account`, stores a copy of the picture it was drawn on and
     /// records both (keeping the record's passcode), under the user's counter lock.
     public func storeGesture(_ template: GestureTemplate, picture: [UInt8], for account: Account) throws(StoreError) {
+        if options.directory.isEnabled { return try fleetStoreGesture(template, picture: picture, for: account) }
         let hostKey = try records.loadOrCreateHostKey()
         let sealed = try GestureSealing.seal(template, for: account, hostKey: hostKey)
         try counters.update(account.name) { _, _ throws(StoreError) in
@@ -264,6 +268,7 @@ public struct Authenticator {
     /// Makes the passcode mandatory for `name` until its next passcode success (the
     /// administrator's "remote lock").
     public func requirePasscode(of name: UserName) throws(StoreError) {
+        if options.directory.isEnabled { return try fleetRequirePasscode(of: name) }
         try counters.update(name) { tally, save throws(StoreError) in
             tally.adminLock = true
             try save(tally)
@@ -272,7 +277,8 @@ public struct Authenticator {
 
     /// Removes `account`'s record and clears its counter; `false` when there was no record.
     public func removeEnrollment(of name: UserName) throws(StoreError) -> Bool {
-        try counters.update(name) { tally, save throws(StoreError) -> Bool in
+        if options.directory.isEnabled { return try fleetRemoveEnrollment(of: name) }
+        return try counters.update(name) { tally, save throws(StoreError) -> Bool in
             let removed = try records.remove(name)
             tally = Tally()
             try save(tally)

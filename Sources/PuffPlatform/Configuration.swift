@@ -41,6 +41,7 @@ public enum Configuration {
         }
         do {
             _ = try options.gestureParameters()
+            try options.directory.validate()
         } catch {
             throw .configuration(error.description)
         }

@@ -1,0 +1,244 @@
+import PuffCore
+
+/// Fleet mode (`backend = ldap`): the user's record and the fleet-wide failure counter live in
+/// the directory entry; the local counter under `state_dir` is still written on every attempt
+/// (failures, gesture failures, the latest passcode success on this host), but the lock is
+/// decided by the fleet's count, so a reset on any host unlocks every host.
+///
+/// Every attempt is counted in the directory (one atomic Modify-Increment with the post-read
+/// control) before the secret is checked; when the directory cannot be reached, cannot count,
+/// or answers with something unusable, the attempt is not verified and the error fails closed
+/// (PAM_AUTHINFO_UNAVAIL). Records are peppered and sealed with the fleet key, not the host key.
+extension Authenticator {
+    /// The fleet key (`fleet_key`).
+    func fleetKey() throws(StoreError) -> SecureBytes {
+        try SecretFile.fleetKey(options.directory.fleetKeyPath)
+    }
+
+    /// The user's directory entry and its record, checked against the account; `nil` when the
+    /// directory has no Puff record for the user.
+    func fleetRecord(_ connection: borrowing DirectoryConnection, _ account: Account,
+                     picture: Bool = false) throws(StoreError) -> (entry: DirectoryEntry, record: UserRecord)? {
+        guard let entry = try connection.readUser(account.name, picture: picture), entry.isPuffUser,
+              let bytes = entry.record else { return nil }
+        let record: UserRecord
+        do {
+            record = try UserRecord.decode(bytes)
+        } catch {
+            throw .directory("\(entry.dn): puffRecord is malformed (\(error))")
+        }
+        guard record.user == account.name, record.uid == account.uid else {
+            throw .directory("\(entry.dn): puffRecord belongs to another user or uid")
+        }
+        return (entry, record)
+    }
+
+    /// The fleet counter of `entry`; a missing or negative `puffFailures` is an error (it is
+    /// created with the record, and an increment of an absent attribute would fail).
+    static func fleetCounter(_ entry: DirectoryEntry) throws(StoreError) -> FleetCounter {
+        guard let failures = entry.failures, let count = UInt32(exactly: failures) else {
+            throw .directory("\(entry.dn): puffFailures is missing or out of range")
+        }
+        return FleetCounter(failures: count, lastFailure: max(0, entry.lastFailure ?? 0), adminLock: entry.adminLock)
+    }
+
+    /// `subject(for:)` in fleet mode.
+    func fleetSubject(_ account: Account) throws(StoreError) -> Subject {
+        let connection = try DirectoryConnection(options.directory)
+        guard let found = try fleetRecord(connection, account), found.record.hasAnyFactor else {
+            return .notEnrolled(reason: "no Puff record in the directory")
+        }
+        let local = try counters.read(account.name)
+        let tally = options.lockout.fleetTally(try Self.fleetCounter(found.entry), local: local)
+        let time = now()
+        return .enrolled(Enrolled(account: account, record: found.record, tally: tally,
+                                  lock: options.lockout.status(of: tally, now: time, isRoot: account.uid == 0),
+                                  acceptance: options.quickFactor.acceptance(of: found.record, tally, bootID: bootID(), now: time)))
+    }
+
+    /// `attempt(_:for:)` in fleet mode, for an enrolled account.
+    func fleetAttempt(_ passcode: borrowing SecureBytes, _ account: Account) throws(StoreError) -> Outcome {
+        let key = try fleetKey()
+        let connection = try DirectoryConnection(options.directory)
+        let host = fleetHostName(options.directory)
+        let isRoot = account.uid == 0
+        return try counters.update(account.name) { local, save throws(StoreError) -> Outcome in
+            let started = now()
+            // Read again: an enrollment or a reset on another host may have changed it.
+            guard let found = try fleetRecord(connection, account), found.record.hasAnyFactor else {
+                try runDummyVerification(passcode)
+                return .notEnrolled
+            }
+            let (entry, record) = found
+            var fleet = try Self.fleetCounter(entry)
+            if options.lockout.fleetRunExpired(fleet, now: started) {
+                // fail_interval: the run is forgotten only if nobody counted since the read
+                // (deleting the value read fails when it changed: a compare-and-swap).
+                do {
+                    try connection.modify(dn: entry.dn, [.delete("puffFailures", Self.digits(Int64(fleet.failures))),
+                                                         .add("puffFailures", Self.digits(0))])
+                    fleet.failures = 0
+                } catch {
+                    // Another host counted meanwhile: keep the run (the safe side).
+                }
+            }
+            let before = options.lockout.fleetTally(fleet, local: local)
+            let status = options.lockout.status(of: before, now: started, isRoot: isRoot)
+            guard status == .open else { return .locked(status) }
+            let boot = bootID()
+            let acceptance = options.quickFactor.acceptance(of: record, before, bootID: boot, now: started)
+            let isGesture = passcode.hasPrefix(GestureWire.prefix)
+            if case .refused = acceptance { return .locked(.lockedUntilReset) }
+            if isGesture, case .passcodeOnly(_, let reason?) = acceptance { return .passcodeRequired(reason) }
+            // Open the template before counting: a record problem must not cost an attempt.
+            var template: GestureTemplate?
+            if isGesture, let gesture = record.gesture {
+                template = try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: key, path: entry.dn)
+            }
+            // Counted in the directory first; an attempt it cannot count is never verified.
+            let counted = try connection.countFailure(dn: entry.dn, now: started, host: host)
+            var localCounted = options.lockout.recordingFailure(in: local, now: started)
+            if isGesture, localCounted.gestureFailures < UInt32.max { localCounted.gestureFailures += 1 }
+            try save(localCounted)
+            local = localCounted
+            let after = options.lockout.fleetTally(FleetCounter(failures: counted, lastFailure: started,
+                                                                adminLock: fleet.adminLock), local: localCounted)
+            let lock = options.lockout.status(of: after, now: started, isRoot: isRoot)
+            let origin = "fleet failure \(counted) counted by \(host)"
+            func failed(_ detail: String) -> Outcome {
+                .failure(failures: counted, lock: lock, detail: origin + (detail.isEmpty ? "" : "; " + detail))
+            }
+            guard options.lockout.fleetMayVerify(before: fleet.failures, counted: counted, isRoot: isRoot) else {
+                if lock == .open { return failed("not verified: another host counted at the same time") }
+                return .locked(lock)
+            }
+            if isGesture {
+                guard let template else { return failed("a gesture was sent but none is enrolled") }
+                if let problem = Self.gestureProblem(passcode, template) { return failed(problem) }
+                try connection.modify(dn: entry.dn, [.replace("puffFailures", Self.digits(0))])
+                local = localCounted.clearingFailures()
+                try save(local)
+                return .success(rehashed: false)
+            }
+            guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
+            let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: key)
+            guard try hasher.verify(prehash, against: stored.hash) else { return failed("") }
+            try connection.modify(dn: entry.dn, Self.passcodeSuccess(at: started))
+            local = Self.passcodeUsed(localCounted.clearingFailures(), at: started, boot: boot)
+            try save(local)
+            guard hasher.needsRehash(stored.hash) else { return .success(rehashed: false) }
+            var upgraded = record
+            upgraded.passcode = StoredPasscode(type: stored.type, hash: try hasher.hash(prehash))
+            try connection.modify(dn: entry.dn, [.replace("puffRecord", upgraded.encoded())])
+            return .success(rehashed: true)
+        }
+    }
+
+    /// The changes of a passcode success (or a passcode enrollment) at `time`: failures
+    /// cleared, an administrator's lock lifted, the time kept.
+    static func passcodeSuccess(at time: Int64) -> [DirectoryChange] {
+        [.replace("puffFailures", digits(0)), .replace("puffAdminLock", nil), .replace("puffPasscodeAt", digits(time))]
+    }
+
+    /// A decimal integer attribute value.
+    static func digits(_ value: Int64) -> [UInt8] { Array(String(value).utf8) }
+
+    /// Writes `change` into `account`'s Puff record in the directory (created, with its
+    /// counter at 0, when the entry has none yet), with `extra` changes in the same Modify.
+    /// The user's entry must already exist under `ldap_base`.
+    private func fleetUpdateRecord(_ account: Account, extra: [DirectoryChange],
+                                   _ change: (inout UserRecord) -> Void) throws(StoreError) {
+        let connection = try DirectoryConnection(options.directory)
+        guard let entry = try connection.readUser(account.name) else {
+            throw .directory("no entry with uid=\(account.name) under \(options.directory.base): create the user's entry first")
+        }
+        var record = try fleetRecord(connection, account)?.record
+            ?? UserRecord(user: account.name, uid: account.uid, passcode: nil)
+        change(&record)
+        var changes: [DirectoryChange] = []
+        if !entry.isPuffUser { changes.append(.add("objectClass", Array("puffUser".utf8))) }
+        changes.append(.replace("puffRecord", record.encoded()))
+        if entry.failures == nil { changes.append(.replace("puffFailures", Self.digits(0))) }
+        try connection.modify(dn: entry.dn, changes + extra)
+    }
+
+    /// `storePasscode` in fleet mode: hashed with the fleet key and written to the entry.
+    func fleetStorePasscode(_ passcode: borrowing SecureBytes, type: PasscodeType, for account: Account) throws(StoreError) {
+        let key = try fleetKey()
+        let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: key)
+        let hash = try hasher.hash(prehash)
+        let time = now()
+        try fleetUpdateRecord(account, extra: Array(Self.passcodeSuccess(at: time).dropFirst())) { record in
+            record.passcode = StoredPasscode(type: type, hash: hash)
+        }
+        try counters.update(account.name) { tally, save throws(StoreError) in
+            tally = Self.passcodeUsed(tally, at: time, boot: bootID())
+            try save(tally)
+        }
+    }
+
+    /// `storeGesture` in fleet mode: sealed with the fleet key; the picture goes into the entry.
+    func fleetStoreGesture(_ template: GestureTemplate, picture: [UInt8], for account: Account) throws(StoreError) {
+        let key = try fleetKey()
+        let sealed = try GestureSealing.seal(template, for: account, hostKey: key)
+        let digest = SHA256.hex(picture)
+        try fleetUpdateRecord(account, extra: [.replace("puffPicture", picture),
+                                               .replace("puffPictureSHA256", Array(digest.utf8))]) { record in
+            record.gesture = StoredGesture(pictureWidth: template.width, pictureHeight: template.height,
+                                           pictureSHA256: digest, sealedTemplate: sealed)
+        }
+    }
+
+    /// The entry of `name` with a Puff record, or an error saying there is none.
+    private func fleetEntry(_ connection: borrowing DirectoryConnection, _ name: UserName) throws(StoreError) -> DirectoryEntry {
+        guard let entry = try connection.readUser(name), entry.isPuffUser else {
+            throw .directory("\(name) has no Puff record in the directory")
+        }
+        return entry
+    }
+
+    /// `requirePasscode` in fleet mode: `puffAdminLock` set, for every host.
+    func fleetRequirePasscode(of name: UserName) throws(StoreError) {
+        let connection = try DirectoryConnection(options.directory)
+        let entry = try fleetEntry(connection, name)
+        try connection.modify(dn: entry.dn, [.replace("puffAdminLock", Array("TRUE".utf8))])
+    }
+
+    /// The administrator's reset in fleet mode: the fleet's failures and lock cleared (every
+    /// host is unlocked at its next attempt) and this host's counter reset too. Returns the
+    /// fleet failures that were cleared.
+    public func fleetReset(of name: UserName) throws(StoreError) -> UInt32 {
+        let connection = try DirectoryConnection(options.directory)
+        let entry = try fleetEntry(connection, name)
+        let cleared = try Self.fleetCounter(entry).failures
+        try connection.modify(dn: entry.dn, [.replace("puffFailures", Self.digits(0)), .replace("puffAdminLock", nil)])
+        try counters.reset(name)
+        return cleared
+    }
+
+    /// `removeEnrollment` in fleet mode: the Puff attributes and object class removed.
+    func fleetRemoveEnrollment(of name: UserName) throws(StoreError) -> Bool {
+        let connection = try DirectoryConnection(options.directory)
+        guard let entry = try connection.readUser(name), entry.isPuffUser else { return false }
+        let attributes = ["puffRecord", "puffPicture", "puffPictureSHA256", "puffFailures", "puffLastFailure",
+                          "puffLastFailureHost", "puffAdminLock", "puffPasscodeAt"]
+        try connection.modify(dn: entry.dn, [.delete("objectClass", Array("puffUser".utf8))]
+                                            + attributes.map { .replace($0, nil) })
+        try counters.update(name) { tally, save throws(StoreError) in
+            tally = Tally()
+            try save(tally)
+        }
+        return true
+    }
+
+    /// What `puff-enroll status` shows in fleet mode: the record, the tally this host goes
+    /// by, and the host that counted the latest failure.
+    public func fleetStatus(of account: Account) throws(StoreError)
+        -> (record: UserRecord, tally: Tally, lastFailureHost: String?)? {
+        let connection = try DirectoryConnection(options.directory)
+        guard let found = try fleetRecord(connection, account) else { return nil }
+        let local = try counters.read(account.name)
+        return (found.record, options.lockout.fleetTally(try Self.fleetCounter(found.entry), local: local),
+                found.entry.lastFailureHost)
+    }
+}
