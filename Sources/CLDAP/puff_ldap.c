@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <strings.h>
 #include <string.h>
+#include <poll.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <sys/time.h>
 #include "puff_ldap.h"
 
@@ -39,6 +43,106 @@ static int await_result(LDAP *ld, int msgid, int timeout_ms, LDAPMessage **resul
     return LDAP_SUCCESS;
 }
 
+/* libldap bounds the TCP connect with LDAP_OPT_NETWORK_TIMEOUT and each result wait with the
+ * timeout given to ldap_result(), but Debian 12's libldap (2.5.13, GnuTLS) spins on EAGAIN
+ * during the TLS handshake of ldaps:// and StartTLS with no bound at all (measured: a server
+ * that accepts and then says nothing kept a client busy until the server closed). So every
+ * connection gets one more I/O layer, just above the socket and below TLS: each read and write
+ * first waits with poll() for at most the operation timeout, and the whole connection may live
+ * at most `connection_lifetime` operations' worth of time; past either the call fails with
+ * ETIMEDOUT, which ends the handshake (or the operation) with an error. */
+enum { connection_lifetime = 6 };
+
+typedef struct {
+    int timeout_ms;
+    struct timespec deadline;
+} io_bound;
+
+static long remaining_ms(const io_bound *bound) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (bound->deadline.tv_sec - now.tv_sec) * 1000L + (bound->deadline.tv_nsec - now.tv_nsec) / 1000000L;
+}
+
+static int bound_wait(Sockbuf_IO_Desc *sbiod, short events) {
+    io_bound *bound = sbiod->sbiod_pvt;
+    ber_socket_t fd = -1;
+    if (!bound || ber_sockbuf_ctrl(sbiod->sbiod_sb, LBER_SB_OPT_GET_FD, &fd) != 1 || fd < 0) {
+        errno = EBADF;
+        return -1;
+    }
+    long wait = remaining_ms(bound);
+    if (wait <= 0) { errno = ETIMEDOUT; return -1; }
+    if (wait > bound->timeout_ms) wait = bound->timeout_ms;
+    struct pollfd entry = {fd, events, 0};
+    int ready;
+    do {
+        ready = poll(&entry, 1, (int)wait);
+    } while (ready < 0 && errno == EINTR);
+    if (ready == 0) { errno = ETIMEDOUT; return -1; }
+    return ready < 0 ? -1 : 0;
+}
+
+static int bound_setup(Sockbuf_IO_Desc *sbiod, void *arg) {
+    io_bound *bound = malloc(sizeof *bound);
+    if (!bound) return -1;
+    bound->timeout_ms = (int)(intptr_t)arg;
+    clock_gettime(CLOCK_MONOTONIC, &bound->deadline);
+    long long total = (long long)bound->timeout_ms * connection_lifetime;
+    bound->deadline.tv_sec += total / 1000;
+    bound->deadline.tv_nsec += (total % 1000) * 1000000L;
+    if (bound->deadline.tv_nsec >= 1000000000L) { bound->deadline.tv_sec++; bound->deadline.tv_nsec -= 1000000000L; }
+    sbiod->sbiod_pvt = bound;
+    return 0;
+}
+
+static int bound_remove(Sockbuf_IO_Desc *sbiod) {
+    free(sbiod->sbiod_pvt);
+    sbiod->sbiod_pvt = NULL;
+    return 0;
+}
+
+static int bound_ctrl(Sockbuf_IO_Desc *sbiod, int opt, void *arg) {
+    return LBER_SBIOD_CTRL_NEXT(sbiod, opt, arg);
+}
+
+static ber_slen_t bound_read(Sockbuf_IO_Desc *sbiod, void *buf, ber_len_t len) {
+    if (bound_wait(sbiod, POLLIN) != 0) return -1;
+    return LBER_SBIOD_READ_NEXT(sbiod, buf, len);
+}
+
+static ber_slen_t bound_write(Sockbuf_IO_Desc *sbiod, void *buf, ber_len_t len) {
+    if (bound_wait(sbiod, POLLOUT) != 0) return -1;
+    return LBER_SBIOD_WRITE_NEXT(sbiod, buf, len);
+}
+
+static int bound_close(Sockbuf_IO_Desc *sbiod) {
+    (void)sbiod;
+    return 0;
+}
+
+static Sockbuf_IO bounded_io = {bound_setup, bound_remove, bound_ctrl, bound_read, bound_write, bound_close};
+
+/* Connection callback: runs once the socket is connected, before any TLS handshake. */
+static int add_bounds(LDAP *ld, Sockbuf *sb, LDAPURLDesc *srv, struct sockaddr *addr, struct ldap_conncb *ctx) {
+    (void)srv; (void)addr; (void)ctx;
+    struct timeval *limit = NULL;
+    if (ldap_get_option(ld, LDAP_OPT_TIMEOUT, &limit) != LDAP_OPT_SUCCESS || !limit) return -1;
+    long long ms = (long long)limit->tv_sec * 1000 + limit->tv_usec / 1000;
+    ldap_memfree(limit);
+    if (ms < 1 || ms > INT_MAX / connection_lifetime) return -1;
+    /* One level above the socket provider, which libldap adds after this callback, and below
+     * TLS (LBER_SBIOD_LEVEL_TRANSPORT): the layers are ordered by level. */
+    return ber_sockbuf_add_io(sb, &bounded_io, LBER_SBIOD_LEVEL_PROVIDER + 1, (void *)(intptr_t)ms) == 0 ? 0 : -1;
+}
+
+static void forget_bounds(LDAP *ld, Sockbuf *sb, struct ldap_conncb *ctx) {
+    (void)ld; (void)sb; (void)ctx;
+}
+
+/* Shared by every handle: the callbacks keep no state of their own. */
+static ldap_conncb socket_bounds = {add_bounds, forget_bounds, NULL};
+
 int puff_ldap_open(const char *uri, const char *ca_file, int start_tls, int network_timeout_ms,
                    int operation_timeout_ms, LDAP **out) {
     LDAP *ld = NULL;
@@ -56,6 +160,7 @@ int puff_ldap_open(const char *uri, const char *ca_file, int start_tls, int netw
         || (code = ldap_set_option(ld, LDAP_OPT_RESTART, LDAP_OPT_ON)) != LDAP_OPT_SUCCESS
         || (code = ldap_set_option(ld, LDAP_OPT_NETWORK_TIMEOUT, &network)) != LDAP_OPT_SUCCESS
         || (code = ldap_set_option(ld, LDAP_OPT_TIMEOUT, &operation)) != LDAP_OPT_SUCCESS
+        || (code = ldap_set_option(ld, LDAP_OPT_CONNECT_CB, &socket_bounds)) != LDAP_OPT_SUCCESS
         || (code = ldap_set_option(ld, LDAP_OPT_X_TLS_REQUIRE_CERT, &hard)) != LDAP_OPT_SUCCESS
         || (code = ldap_set_option(ld, LDAP_OPT_X_TLS_PROTOCOL_MIN, &tls12)) != LDAP_OPT_SUCCESS
         || (ca_file != NULL && (code = ldap_set_option(ld, LDAP_OPT_X_TLS_CACERTFILE, ca_file)) != LDAP_OPT_SUCCESS)

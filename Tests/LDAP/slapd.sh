@@ -9,7 +9,7 @@
 # cn=config (slapadd -n0 -F) with core/cosine/nis/inetorgperson and ldap/puff.ldif, an mdb
 # database for dc=puff,dc=test with two users (puff-it-fleet1/2) and two hosts
 # (cn=host1/host2,ou=hosts with password "host1-secret"/"host2-secret"), and slapd listening on
-# ldapi://DIR/ldapi and ldaps://127.0.0.1:PORT. Root on the ldapi socket (SASL EXTERNAL) manages
+# ldapi://DIR/ldapi, ldaps://127.0.0.1:PORT and ldap://127.0.0.1:PORT+1 (for StartTLS). Root on the ldapi socket (SASL EXTERNAL) manages
 # everything; the hosts may write the puff* attributes of users.
 #
 # With PROVIDER_PORT the server is a syncrepl consumer of the server on that port (read-only,
@@ -155,7 +155,7 @@ LDIF
     fi
 fi
 
-slapd -F "$dir/config" -h "ldapi://$(printf '%s' "$dir/ldapi" | sed 's|/|%2F|g') ldaps://127.0.0.1:$port/" 2>"$dir/slapd.log"
+slapd -F "$dir/config" -h "ldapi://$(printf '%s' "$dir/ldapi" | sed 's|/|%2F|g') ldaps://127.0.0.1:$port/ ldap://127.0.0.1:$((port + 1))/" 2>"$dir/slapd.log"
 for _ in $(seq 100); do
     [ -S "$dir/ldapi" ] && [ -s "$dir/slapd.pid" ] && exit 0
     sleep 0.1
