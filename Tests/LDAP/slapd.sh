@@ -55,6 +55,7 @@ dn: cn=config
 objectClass: olcGlobal
 cn: config
 olcPidFile: $dir/slapd.pid
+olcLogLevel: none
 olcTLSCACertificateFile: $dir/ca.pem
 olcTLSCertificateFile: $dir/server.pem
 olcTLSCertificateKeyFile: $dir/server.key
@@ -155,7 +156,7 @@ LDIF
     fi
 fi
 
-slapd -F "$dir/config" -h "ldapi://$(printf '%s' "$dir/ldapi" | sed 's|/|%2F|g') ldaps://127.0.0.1:$port/ ldap://127.0.0.1:$((port + 1))/" 2>"$dir/slapd.log"
+slapd -F "$dir/config" -h "ldapi://$(printf '%s' "$dir/ldapi" | sed 's|/|%2F|g') ldaps://127.0.0.1:$port/ ldap://127.0.0.1:$((port + 1))/" </dev/null >/dev/null 2>"$dir/slapd.log"
 for _ in $(seq 100); do
     [ -S "$dir/ldapi" ] && [ -s "$dir/slapd.pid" ] && exit 0
     sleep 0.1
