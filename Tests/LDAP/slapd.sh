@@ -3,6 +3,7 @@
 # /var/lib/ldap or the system service is used or changed):
 #
 #   Tests/LDAP/slapd.sh start DIR PORT [PROVIDER_PORT]   make and start; prints nothing
+#   Tests/LDAP/slapd.sh start DIR PORT peer:PORT2:ID     one of two multi-provider servers
 #   Tests/LDAP/slapd.sh stop DIR                         stop (SIGTERM, then wait)
 #
 # DIR gets: a test CA and a server certificate for 127.0.0.1 (IP SAN) made by openssl, its own
@@ -11,6 +12,10 @@
 # (cn=host1/host2,ou=hosts with password "host1-secret"/"host2-secret"), and slapd listening on
 # ldapi://DIR/ldapi, ldaps://127.0.0.1:PORT and ldap://127.0.0.1:PORT+1 (for StartTLS). Root on the ldapi socket (SASL EXTERNAL) manages
 # everything; the hosts may write the puff* attributes of users.
+#
+# With peer:PORT2:ID the server is provider ID (1 or 2) of a multi-provider pair whose other
+# server listens on PORT2: each replicates from the other (syncprov + syncrepl, olcServerID,
+# olcMultiProvider); server 1 holds the initial entries, server 2 starts empty.
 #
 # With PROVIDER_PORT the server is a syncrepl consumer of the server on that port (read-only,
 # olcUpdateRef to the provider) and starts with an empty database.
@@ -30,7 +35,10 @@ stop() {
 }
 
 if [ "$cmd" = stop ]; then stop; exit 0; fi
-port=$3 provider=${4:-}
+port=$3 provider=${4:-} peer="" serverid=""
+case "$provider" in
+    peer:*) peer=${provider#peer:}; serverid=${peer#*:}; peer=${peer%%:*}; provider="" ;;
+esac
 mkdir -p "$dir/config" "$dir/db"
 chmod 700 "$dir"
 
@@ -55,7 +63,8 @@ dn: cn=config
 objectClass: olcGlobal
 cn: config
 olcPidFile: $dir/slapd.pid
-olcLogLevel: none
+${serverid:+olcServerID: $serverid
+}olcLogLevel: none
 olcTLSCACertificateFile: $dir/ca.pem
 olcTLSCertificateFile: $dir/server.pem
 olcTLSCertificateKeyFile: $dir/server.key
@@ -105,6 +114,12 @@ olcDbIndex: entryCSN,entryUUID eq
 olcAccess: {0}to attrs=userPassword by dn.exact=gidNumber=0+uidNumber=0,cn=peercred,cn=external,cn=auth manage by anonymous auth by * none
 olcAccess: {1}to * by dn.exact=gidNumber=0+uidNumber=0,cn=peercred,cn=external,cn=auth manage by dn.exact=cn=admin,dc=puff,dc=test read by dn.children=ou=hosts,dc=puff,dc=test write by * none
 LDIF
+if [ -n "$peer" ]; then
+cat <<LDIF
+olcSyncrepl: {0}rid=00$serverid provider=ldaps://127.0.0.1:$peer bindmethod=simple binddn="cn=admin,dc=puff,dc=test" credentials=admin-secret searchbase="dc=puff,dc=test" type=refreshAndPersist retry="1 +" timeout=2 network-timeout=2 tls_cacert=$dir/ca.pem tls_reqcert=demand
+olcMultiProvider: TRUE
+LDIF
+fi
 if [ -n "$provider" ]; then
 cat <<LDIF
 olcSyncrepl: {0}rid=001 provider=ldaps://127.0.0.1:$provider bindmethod=simple binddn="cn=admin,dc=puff,dc=test" credentials=admin-secret searchbase="dc=puff,dc=test" type=refreshAndPersist retry="1 +" tls_cacert=$dir/ca.pem tls_reqcert=demand
@@ -123,7 +138,7 @@ fi
 
 if [ ! -e "$dir/config/cn=config.ldif" ]; then
     slapadd -n0 -F "$dir/config" -l "$dir/config.ldif" >/dev/null
-    if [ -z "$provider" ]; then
+    if [ -z "$provider" ] && [ "$serverid" != 2 ]; then
         hostpw1=$(slappasswd -s host1-secret) hostpw2=$(slappasswd -s host2-secret)
         cat > "$dir/data.ldif" <<LDIF
 dn: dc=puff,dc=test

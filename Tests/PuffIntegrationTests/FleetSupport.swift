@@ -15,15 +15,25 @@ final class FleetDirectory {
     var ldapsURI: String { "ldaps://127.0.0.1:\(port)" }
     var startTLSURI: String { "ldap://127.0.0.1:\(port + 1)" }
     var caFile: String { root + "/ca.pem" }
-    private let providerPort: Int?
+    private let mode: String?
 
     /// A provider, or with `consumerOf` a syncrepl consumer of that server (same test CA).
-    init(consumerOf provider: FleetDirectory? = nil) throws {
+    convenience init(consumerOf provider: FleetDirectory? = nil) throws {
+        try self.init(port: try Self.freePortPair(), mode: provider.map { String($0.port) }, caFrom: provider)
+    }
+
+    /// Server `id` (1 or 2) of a multi-provider pair with the server on `peerPort`; server 2
+    /// takes server 1's test CA.
+    convenience init(port: Int, peerPort: Int, id: Int, caFrom other: FleetDirectory?) throws {
+        try self.init(port: port, mode: "peer:\(peerPort):\(id)", caFrom: other)
+    }
+
+    private init(port: Int, mode: String?, caFrom provider: FleetDirectory?) throws {
         var template = Array("/tmp/puff-ldap-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
         root = String(cString: made)
-        port = try Self.freePortPair()
-        providerPort = provider?.port
+        self.port = port
+        self.mode = mode
         if let provider {
             for name in ["ca.pem", "ca.key"] {
                 try FileManager.default.copyItem(atPath: provider.root + "/" + name, toPath: root + "/" + name)
@@ -39,7 +49,7 @@ final class FleetDirectory {
 
     /// Starts (or restarts, with its data) the server.
     func start() throws {
-        let status = Self.script(["start", root, String(port)] + (providerPort.map { [String($0)] } ?? []), log: root + "/script.log")
+        let status = Self.script(["start", root, String(port)] + (mode.map { [$0] } ?? []), log: root + "/script.log")
         guard status == 0 else {
             let log = (try? String(contentsOfFile: root + "/script.log", encoding: .utf8)) ?? ""
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "slapd.sh start: \(status): \(log)"])

@@ -231,4 +231,42 @@ struct FleetTests {
         #expect(try host2.authenticate(user, replies: ["135790"]).status == PAMCode.authInfoUnavailable)
         #expect(try consumer.failures(user) == 0)
     }
+
+    /// Two providers replicating to each other (multi-provider syncrepl): with the first one
+    /// down, the second serves logins and counts; the first catches up when it returns.
+    @Test func aSecondProviderServesLoginsWhenTheFirstIsDown() throws {
+        let portA = try FleetDirectory.freePortPair()
+        var portB = try FleetDirectory.freePortPair()
+        while abs(portB - portA) < 2 { portB = try FleetDirectory.freePortPair() }
+        let first = try FleetDirectory(port: portA, peerPort: portB, id: 1, caFrom: nil)
+        let second = try FleetDirectory(port: portB, peerPort: portA, id: 2, caFrom: first)
+        let key = newFleetKey()
+        let user = try TestUsers.ensure("puff-it-fleet-g")
+        try first.addUser(user)
+        let host1 = try fleetHost(first, name: "host1", key: key)
+        #expect(try host1.enroll(user, "135790").status == 0)
+        func waitFor(_ server: FleetDirectory, failures: Int) throws -> Bool {
+            for _ in 0..<100 {
+                if try server.failures(user) == failures { return true }
+                usleep(100_000)
+            }
+            return false
+        }
+        #expect(try waitFor(second, failures: 0), "the second provider did not receive the record within 10 s")
+
+        let host2 = try fleetHost(first, name: "host2", key: key,
+                                  bind: .password(host: "host2", uri: first.ldapsURI + "," + second.ldapsURI,
+                                                  caFile: first.caFile))
+        first.stop()
+        #expect(try host2.authenticate(user, replies: ["000000"]).status == PAMCode.authError)
+        #expect(try second.failures(user) == 1)
+        #expect(try second.values(user, "puffLastFailureHost") == ["host2"])
+        #expect(try host2.authenticate(user, replies: ["135790"]).status == PAMCode.success)
+        #expect(try host2.authenticate(user, replies: ["000001"]).status == PAMCode.authError)
+        #expect(try second.failures(user) == 1)
+
+        try first.start()
+        #expect(try waitFor(first, failures: 1), "the first provider did not catch up within 10 s")
+        #expect(try first.values(user, "puffLastFailureHost") == ["host2"])
+    }
 }
