@@ -32,12 +32,16 @@ let package = Package(
         // libchafa (and the GLib it is built on) renders pictures as terminal text in puff-pad.
         .systemLibrary(name: "CChafa", path: "Sources/CChafa", pkgConfig: "chafa",
                        providers: [.apt(["libchafa-dev", "libglib2.0-dev"])]),
+        // The release and the install paths chosen by the build (`make` passes them to the C compiler).
+        .target(name: "CPuffBuild"),
         // libldap for fleet mode (`backend = ldap`): a thin C layer over its variadic BER
         // calls and NULL-terminated modify lists (Sources/CLDAP/include/puff_ldap.h).
         .target(name: "CLDAP", path: "Sources/CLDAP",
                 linkerSettings: [.linkedLibrary("ldap"), .linkedLibrary("lber")]),
         .target(name: "PuffCore"),
-        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CLDAP"]),
+        // libaudit: records for locks and administrator resets, as pam_faillock sends.
+        .systemLibrary(name: "CAudit", path: "Sources/CAudit", providers: [.apt(["libaudit-dev"])]),
+        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CLDAP"]),
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [
@@ -49,7 +53,7 @@ let package = Package(
         .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "CPAM"]),
         // The terminal pad: draws gestures on the picture and runs a PAM login; not setuid.
         .executableTarget(name: "puff-pad", dependencies: [
-            "PuffCore", "CPAM", "CStb", "CChafa",
+            "PuffCore", "CPAM", "CStb", "CChafa", "CPuffBuild",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // `make bench`: gesture verification time against input size.

@@ -23,6 +23,10 @@ public struct PuffOptions: Equatable, Sendable {
     public var tryFirstPass = false
     /// Use a token set by an earlier module in the stack, failing when there is none.
     public var useFirstPass = false
+    /// This line runs after the password succeeded (pam_faillock's `authsucc`): it takes back
+    /// the failure this transaction's earlier Puff line counted when the password that
+    /// succeeded is the text typed at Puff's prompt. It prompts for nothing and decides nothing.
+    public var authSucc = false
     /// The lockout policy.
     public var lockout = LockoutPolicy()
     /// When the gesture is trusted and when the passcode is required instead.
@@ -148,6 +152,11 @@ public enum OptionParser {
         case "nodelay": options.noDelay = try flag()
         case "try_first_pass": options.tryFirstPass = try flag()
         case "use_first_pass": options.useFirstPass = try flag()
+        case "authsucc":
+            // Only a service line can know it sits after the password; in the file it would
+            // turn every Puff line into one.
+            guard source == .argument else { return "'authsucc' is ignored inside the configuration file" }
+            options.authSucc = try flag()
         case "even_deny_root": options.lockout.evenDenyRoot = try flag()
         case "deny": options.lockout.deny = UInt32(try integer(0...1_000_000))
         case "fail_interval": options.lockout.failInterval = try duration()

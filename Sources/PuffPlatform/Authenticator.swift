@@ -90,13 +90,34 @@ public struct Authenticator {
     /// process killed during verification leaves its attempt counted and attempts on one
     /// user never overlap.
     public func attempt(_ passcode: borrowing SecureBytes, for subject: Subject) throws(StoreError) -> Outcome {
+        var counted: CountedFailure?
+        return try attempt(passcode, for: subject, counted: &counted)
+    }
+
+    /// A failure this process counted, as `attempt(_:for:counted:)` wrote it: what
+    /// `takeBack(_:)` needs to undo it (the module's `authsucc` line).
+    public struct CountedFailure: Equatable, Sendable {
+        /// The user.
+        public var user: UserName
+        /// The counter before the failure was counted.
+        public var before: Tally
+        /// The counter as the failure left it.
+        public var after: Tally
+        /// Fleet mode: the failure was also counted in the directory (FleetAuthenticator.swift).
+        public var countedInDirectory = false
+    }
+
+    /// `attempt(_:for:)`, also setting `counted` when the outcome is a counted failure.
+    public func attempt(_ passcode: borrowing SecureBytes, for subject: Subject,
+                        counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
+        countedFailure = nil
         switch subject {
         case .notEnrolled:
             try runDummyVerification(passcode)
             return .notEnrolled
         case .enrolled(let enrolled):
             let account = enrolled.account
-            if options.directory.isEnabled { return try fleetAttempt(passcode, account) }  // FleetAuthenticator.swift
+            if options.directory.isEnabled { return try fleetAttempt(passcode, account, counted: &countedFailure) }  // FleetAuthenticator.swift
             guard let hostKey = try records.loadHostKey() else {
                 throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
             }
@@ -124,8 +145,10 @@ public struct Authenticator {
                 var counted = options.lockout.recordingFailure(in: tally, now: started)
                 if isGesture, counted.gestureFailures < UInt32.max { counted.gestureFailures += 1 }
                 try save(counted)
+                let before = tally
                 func failed(_ detail: String) -> Outcome {
-                    .failure(failures: counted.failures,
+                    countedFailure = CountedFailure(user: account.name, before: before, after: counted)
+                    return .failure(failures: counted.failures,
                              lock: options.lockout.status(of: counted, now: started, isRoot: isRoot), detail: detail)
                 }
                 tally = counted
@@ -172,6 +195,27 @@ public struct Authenticator {
             try save(tally)
             return .success(rehashed: false)
         }
+    }
+
+    /// Undoes `failure` after another module accepted the same secret as the system password
+    /// (the module's `authsucc` line): when the counter is still what the failure left, it
+    /// goes back to what it was before; when other attempts were counted since, only one
+    /// failure is removed, and a lock is lifted only when the rest stay below `deny`.
+    /// `false` when there was nothing left to take back (an admin reset, a success since).
+    public func takeBack(_ failure: CountedFailure) throws(StoreError) -> Bool {
+        let fleet = failure.countedInDirectory ? try fleetTakeBack(failure.user) : false  // FleetAuthenticator.swift
+        return try counters.update(failure.user) { tally, save throws(StoreError) -> Bool in
+            if tally == failure.after {
+                tally = failure.before
+            } else {
+                guard tally.failures > 0 else { return false }
+                tally.failures -= 1
+                if options.lockout.deny == 0 || tally.failures < options.lockout.deny { tally.lockedUntil = 0 }
+                if tally.failures == 0 { tally.lastFailure = 0 }
+            }
+            try save(tally)
+            return true
+        } || fleet
     }
 
     /// `tally` after a passcode success (or enrollment) at `time`: the gesture is trusted again.
@@ -275,14 +319,15 @@ public struct Authenticator {
         }
     }
 
-    /// Removes `account`'s record and clears its counter; `false` when there was no record.
+    /// Removes `name`'s record, picture and counter; `false` when there was no record or picture.
     public func removeEnrollment(of name: UserName) throws(StoreError) -> Bool {
-        if options.directory.isEnabled { return try fleetRemoveEnrollment(of: name) }
-        return try counters.update(name) { tally, save throws(StoreError) -> Bool in
+        if options.directory.isEnabled { return try fleetRemoveEnrollment(of: name) }  // FleetAuthenticator.swift
+        return try counters.update(name) { _, _ throws(StoreError) -> Bool in
             let removed = try records.remove(name)
-            tally = Tally()
-            try save(tally)
-            return removed
+            let pictures = try records.removePictures(name)
+            try counters.removeWhileLocked(name)
+            _ = try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds).remove(name)
+            return removed || pictures
         }
     }
 }

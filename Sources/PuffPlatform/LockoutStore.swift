@@ -83,6 +83,13 @@ public struct LockoutStore: Sendable {
         }
     }
 
+    /// Deletes `name`'s counter file; only inside `update(name)`, whose lock it still holds
+    /// (removing an enrollment). An attempt that waited for that lock on the old file re-reads
+    /// the record under it, finds none and writes nothing.
+    public func removeWhileLocked(_ name: UserName) throws(StoreError) {
+        _ = try openState().removeFile(name.value)
+    }
+
     private func openState() throws(StoreError) -> TrustedDirectory {
         let made = directory.withCString { mkdir($0, 0o700) }
         if made != 0 && errno != EEXIST { throw .system("mkdir", path: directory, Errno.current) }

@@ -121,6 +121,20 @@ public struct RecordStore: Sendable {
         return try users.removeFile(name.value)
     }
 
+    /// Removes `name`'s picture and a staged one; `false` when there was neither.
+    public func removePictures(_ name: UserName) throws(StoreError) -> Bool {
+        let pictures: TrustedDirectory
+        do {
+            pictures = try TrustedDirectory(directory + "/" + Self.picturesDirectory)
+        } catch {
+            if TrustedDirectory.isMissing(error) { return false }
+            throw error
+        }
+        let picture = try pictures.removeFile(name.value)
+        let staged = try pictures.removeFile(Self.pendingPictureName(name))
+        return picture || staged
+    }
+
     /// The names that have a record (temp files and anything that is not a user name are skipped).
     public func enrolledNames() throws(StoreError) -> [UserName] {
         let users: TrustedDirectory

@@ -45,6 +45,39 @@ enum Enrollment {
         return Helper.write(proved) ? HelperExit.success : HelperExit.failure
     }
 
+    /// `remove`: the caller's own enrollment (record, picture, counter) after the same proof
+    /// as a change. The request is one frame, the proof.
+    static func remove(_ authenticator: Authenticator, _ subject: Authenticator.Subject,
+                       _ account: Account) throws(StoreError) -> Int32 {
+        guard let proof = Self.readRemoval() else {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): malformed removal request; nothing read")
+            return HelperExit.usage
+        }
+        guard case .enrolled = subject else {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): removal refused, nothing enrolled")
+            return Helper.write(Helper.state(of: subject)) ? HelperExit.rules : HelperExit.failure
+        }
+        let proved = try prove(proof, authenticator, subject, account)
+        guard proved.outcome == .success else {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): removal refused, proof \(proved.outcome.rawValue)")
+            return Helper.write(proved) ? HelperExit.refused : HelperExit.failure
+        }
+        _ = try authenticator.removeEnrollment(of: account.name)
+        HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment removed by the user")
+        return Helper.write(proved) ? HelperExit.success : HelperExit.failure
+    }
+
+    /// The one frame of a removal request, or `nil` when it is malformed.
+    private static func readRemoval() -> SecureBytes? {
+        do {
+            let proof = try FrameReader.secret(limit: Helper.maximumSecretLength)
+            try FrameReader.end()
+            return proof
+        } catch {
+            return nil
+        }
+    }
+
     /// The verified proof, as a report (`success`, `failure`, `locked`, `passcode-required`).
     private static func prove(_ proof: borrowing SecureBytes, _ authenticator: Authenticator,
                               _ subject: Authenticator.Subject, _ account: Account) throws(StoreError) -> HelperReport {

@@ -16,6 +16,11 @@ import PuffPlatform
 // 2 usage; 3 failed closed (store, configuration, setup), no report.
 
 guard Hardening.apply() else { _exit(HelperExit.failure) }
+// `--version` reads nothing and needs no privilege.
+if CommandLine.arguments.count == 2, CommandLine.arguments[1] == "--version" {
+    print("puff-check \(BuildInfo.version)")
+    exit(HelperExit.success)
+}
 openlog("puff-check", LOG_PID, LOG_AUTHPRIV)
 guard geteuid() == 0 else {
     HelperLog.write(LOG_ERR, "not running as root (the helper must be installed setuid root)")

@@ -293,7 +293,8 @@ struct UnprivilegedTests {
         #expect(other.status == 77)
         let store = try selfEnroll(stage, dave, ["passcode", "--dir", "/tmp"], input: "Sys-pass-4821\n135790\n")
         #expect(store.status == 77)
-        for command in [["reset", "--user", dave], ["lock", "--user", dave], ["remove"], ["show-gesture", "--user", dave, "--output", "/tmp/x.svg"]] {
+        for command in [["reset", "--user", dave], ["lock", "--user", dave], ["remove", "--user", alice],
+                        ["show-gesture", "--user", dave, "--output", "/tmp/x.svg"]] {
             #expect(try stage.runAs(dave, [stage.enroll] + command).status == 77, "\(command)")
         }
         // A request straight to the helper names no user: it always acts on the caller.

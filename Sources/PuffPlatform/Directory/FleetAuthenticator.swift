@@ -57,7 +57,8 @@ extension Authenticator {
     }
 
     /// `attempt(_:for:)` in fleet mode, for an enrolled account.
-    func fleetAttempt(_ passcode: borrowing SecureBytes, _ account: Account) throws(StoreError) -> Outcome {
+    func fleetAttempt(_ passcode: borrowing SecureBytes, _ account: Account,
+                      counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
         let key = try fleetKey()
         let connection = try DirectoryConnection(options.directory)
         let host = fleetHostName(options.directory)
@@ -100,13 +101,16 @@ extension Authenticator {
             var localCounted = options.lockout.recordingFailure(in: local, now: started)
             if isGesture, localCounted.gestureFailures < UInt32.max { localCounted.gestureFailures += 1 }
             try save(localCounted)
+            let localBefore = local
             local = localCounted
             let after = options.lockout.fleetTally(FleetCounter(failures: counted, lastFailure: started,
                                                                 adminLock: fleet.adminLock), local: localCounted)
             let lock = options.lockout.status(of: after, now: started, isRoot: isRoot)
             let origin = "fleet failure \(counted) counted by \(host)"
             func failed(_ detail: String) -> Outcome {
-                .failure(failures: counted, lock: lock, detail: origin + (detail.isEmpty ? "" : "; " + detail))
+                countedFailure = CountedFailure(user: account.name, before: localBefore, after: localCounted,
+                                                countedInDirectory: true)
+                return .failure(failures: counted, lock: lock, detail: origin + (detail.isEmpty ? "" : "; " + detail))
             }
             guard options.lockout.fleetMayVerify(before: fleet.failures, counted: counted, isRoot: isRoot) else {
                 if lock == .open { return failed("not verified: another host counted at the same time") }
@@ -132,6 +136,26 @@ extension Authenticator {
             try connection.modify(dn: entry.dn, [.replace("puffRecord", upgraded.encoded())])
             return .success(rehashed: true)
         }
+    }
+
+    /// The `authsucc` take-back in fleet mode: one failure removed from the fleet counter
+    /// (never below 0), with a compare-and-swap so a failure another host counted meanwhile is
+    /// not lost; `false` when there was nothing to take back.
+    func fleetTakeBack(_ name: UserName) throws(StoreError) -> Bool {
+        let connection = try DirectoryConnection(options.directory)
+        for _ in 0..<4 {
+            let entry = try fleetEntry(connection, name)
+            let failures = try Self.fleetCounter(entry).failures
+            guard failures > 0 else { return false }
+            do {
+                try connection.modify(dn: entry.dn, [.delete("puffFailures", Self.digits(Int64(failures))),
+                                                     .add("puffFailures", Self.digits(Int64(failures) - 1))])
+                return true
+            } catch {
+                continue  // another host changed the count between the read and the swap
+            }
+        }
+        throw .directory("\(name): the fleet counter kept changing; the failure was not taken back")
     }
 
     /// The changes of a passcode success (or a passcode enrollment) at `time`: failures
