@@ -192,6 +192,9 @@ install-files:
 	install -d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d
 	install -m 0644 docs/fail2ban/filter.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d/puff.conf
 	install -m 0644 docs/fail2ban/jail.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d/puff.conf
+	install -m 0644 docs/fleet.md $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/fleet.md
+	install -d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/ldap
+	install -m 0644 ldap/puff.ldif ldap/99puff.ldif $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/ldap/
 
 # Removes what `make install` put in place; the enrollments and counters stay (say so).
 uninstall:
