@@ -31,6 +31,9 @@ public struct PuffOptions: Equatable, Sendable {
     public var lockout = LockoutPolicy()
     /// When the gesture is trusted and when the passcode is required instead.
     public var quickFactor = QuickFactorPolicy()
+    /// The weakest passcode type accepted, at enrollment and at login (a record of a weaker
+    /// type enrolled earlier is refused, counted, until it is changed); `nil` accepts all.
+    public var minimumPasscode: PasscodeType?
     /// How long an attempt waits for another attempt on the same user to finish, in seconds.
     public var lockWaitSeconds: Int64 = 30
     /// argon2id cost for new hashes.
@@ -158,6 +161,13 @@ public enum OptionParser {
             guard source == .argument else { return "'authsucc' is ignored inside the configuration file" }
             options.authSucc = try flag()
         case "even_deny_root": options.lockout.evenDenyRoot = try flag()
+        case "root_exempt": options.lockout.evenDenyRoot = !(try flag())
+        case "max_failures": options.lockout.maxFailures = UInt32(try integer(0...1_000_000))
+        case "min_passcode":
+            guard let type = PasscodeType(rawValue: String(try text())) else {
+                throw OptionError(key: name, reason: "must be digits4, digits6, numeric or alphanumeric")
+            }
+            options.minimumPasscode = type
         case "deny": options.lockout.deny = UInt32(try integer(0...1_000_000))
         case "fail_interval": options.lockout.failInterval = try duration()
         case "unlock_time": options.lockout.delays = [try duration()]

@@ -106,7 +106,9 @@ extension ModuleContext {
         } else {
             let status = preflight.lock
             if status != .open {
-                log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status)); \(attemptContext())")
+                log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))"
+                    + (preflight.counterDamaged ? " (the counter file does not parse; puff-enroll reset rewrites it)" : "")
+                    + "; \(attemptContext())")
                 audit(.refusedWhileLocked, backend)
                 complain(lockMessage(status), silent: silent)
                 return .denied

@@ -16,6 +16,8 @@ enum Backend {
         var lock: LockStatus
         /// What the prompt offers.
         var acceptance: Acceptance
+        /// The counter file does not parse (it reads as locked until reset).
+        var counterDamaged = false
     }
 
     /// The backend for `userName` and what it knows before the prompt.
@@ -30,7 +32,8 @@ enum Backend {
                                                                    acceptance: subject.acceptance))
             case .enrolled(let enrolled):
                 return (.direct(authenticator, subject),
-                        Preflight(notEnrolledReason: nil, lock: enrolled.lock, acceptance: enrolled.acceptance))
+                        Preflight(notEnrolledReason: nil, lock: enrolled.lock, acceptance: enrolled.acceptance,
+                                  counterDamaged: enrolled.tally.isDamaged))
             }
         }
         let client = HelperClient(path: options.helperPath)

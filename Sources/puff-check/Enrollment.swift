@@ -22,7 +22,7 @@ enum Enrollment {
         }
         // The new credential is checked first, so a good proof is never spent on a bad request.
         let change: Change
-        switch request.prepare(authenticator.options) {
+        switch request.prepare(authenticator.options, isRoot: account.uid == 0) {
         case .failure(let reason):
             HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment refused: \(reason)")
             return HelperExit.rules
@@ -90,8 +90,15 @@ enum Enrollment {
                 report.acceptance = .passcodeOnly(passcode.type, because: nil)
                 return report
             }
-            outcome = try authenticator.attempt(proof, for: subject)
+            outcome = try authenticator.attempt(proof, for: subject, asProofForChange: true)
         } else {
+            // A gesture-only user under an administrator's lock: only `puff-enroll reset` lifts
+            // it, never a passcode enrolled with the system password.
+            if case .refused(.administrator?) = subject.acceptance {
+                report.outcome = .locked
+                report.lock = .lockedUntilReset
+                return report
+            }
             outcome = try authenticator.countedAttempt(for: account) { () throws(StoreError) -> Bool in
                 SystemPassword.verify(user: account.name.value, proof: proof)
             }
@@ -151,9 +158,9 @@ enum Enrollment {
         }
 
         /// The change to store, or why the new credential breaks the rules.
-        func prepare(_ options: PuffOptions) -> Result<Change, RuleError> {
+        func prepare(_ options: PuffOptions, isRoot: Bool) -> Result<Change, RuleError> {
             if let type {
-                if let violation = secret.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: false) }) {
+                if let violation = secret.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: false, minimum: options.minimumPasscode, isRoot: isRoot) }) {
                     return .failure(RuleError(violation.message))
                 }
                 return .success(.passcode(type))

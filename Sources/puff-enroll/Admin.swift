@@ -138,7 +138,7 @@ struct Status: ParsableCommand {
                          _ acceptance: Acceptance?) -> [String] {
         [name.value, account.map { String($0.uid) } ?? "?", record?.passcode?.type.rawValue ?? "-",
          record?.gesture.map { "\($0.pictureWidth)x\($0.pictureHeight)" } ?? "-",
-         String(tally.failures), lockText(status, tally), acceptsText(acceptance)]
+         tally.isDamaged ? "damaged" : String(tally.failures), lockText(status, tally), acceptsText(acceptance)]
     }
 
     /// One history entry as JSON (its texts are printable ASCII already; quotes and
@@ -181,6 +181,8 @@ struct Status: ParsableCommand {
             "{\"picture_width\": \($0.pictureWidth), \"picture_height\": \($0.pictureHeight)}"
         } ?? "null"))
         fields.append("\"failures\": \(tally.failures)")
+        // A counter that does not parse reads as locked until reset (failures at the maximum).
+        if tally.isDamaged { fields.append("\"counter_damaged\": true") }
         fields.append("\"last_failure\": " + (tally.lastFailure == 0 ? "null" : String(tally.lastFailure)))
         switch status {
         case .open: fields.append("\"locked\": false")
@@ -223,9 +225,10 @@ struct Reset: ParsableCommand {
             let counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
             let before = try counters.read(name)
             try counters.reset(name)
-            Command.audit("lockout of user \(name) reset by uid \(getuidValue()) (\(before.failures) failures cleared)")
+            let cleared = before.isDamaged ? "a damaged counter rewritten" : "\(before.failures) failures cleared"
+            Command.audit("lockout of user \(name) reset by uid \(getuidValue()) (\(cleared))")
             Audit.administrator("puff-reset", user: name.value, uid: account.uid, succeeded: true)
-            Terminal.say("Lockout of \(name) reset (\(before.failures) failures cleared).")
+            Terminal.say("Lockout of \(name) reset (\(cleared)).")
         }
     }
 }

@@ -56,7 +56,13 @@ struct UnprivilegedTests {
         }
 
         private func copy(_ from: String, to: String, mode: Int) throws {
-            try FileManager.default.copyItem(atPath: from, toPath: to)
+            // Copied by cp(1), not in this process: a descriptor open for writing here would be
+            // inherited by a concurrent test's fork, and executing the copy then fails with
+            // ETXTBSY ("Text file busy").
+            let copied = try run("/bin/cp", [from, to])
+            guard copied.status == 0 else {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cp \(from): \(copied.errors)"])
+            }
             chown(to, 0, 0)
             chmod(to, mode_t(mode))
         }
@@ -77,6 +83,8 @@ struct UnprivilegedTests {
                   || { echo "the stage's shadow, pam.d or store is not what the namespace shows" >&2; exit 99; }
                 exec setpriv --reuid=\(user) --regid=\(user) --init-groups \(quoted)
                 """
+            Hermetic.systemFiles.lockForReading()
+            defer { Hermetic.systemFiles.unlock() }
             let result = try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script], input: input)
             guard result.status != 98 && result.status != 99 else {
                 throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "private mounts: \(result.errors)"])
