@@ -22,7 +22,8 @@ extension LockoutPolicy {
     /// that failure does not lock, `Tally.untilReset` for a lock only an administrator lifts.
     /// The same steps as `recordingFailure(in:now:)`.
     public func lockEnd(afterFailures failures: UInt32, at time: Int64) -> Int64 {
-        guard deny > 0, failures >= deny else { return 0 }
+        guard deny > 0, failures >= deny || (maxFailures > 0 && failures >= maxFailures) else { return 0 }
+        if maxFailures > 0, failures >= maxFailures { return Tally.untilReset }
         let index = Int(min(failures - deny, UInt32(Int32.max)))
         let delay = delays.isEmpty ? 0 : delays[min(index, delays.count - 1)]
         if delay == 0 { return Tally.untilReset }

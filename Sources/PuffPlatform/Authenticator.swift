@@ -138,7 +138,9 @@ public struct Authenticator {
             return .notEnrolled
         case .enrolled(let enrolled):
             let account = enrolled.account
-            if options.directory.isEnabled { return try fleetAttempt(passcode, account, counted: &countedFailure) }  // FleetAuthenticator.swift
+            if options.directory.isEnabled {  // FleetAuthenticator.swift
+                return try fleetAttempt(passcode, account, asProofForChange: asProofForChange, counted: &countedFailure)
+            }  // FleetAuthenticator.swift
             guard let hostKey = try records.loadHostKey() else {
                 throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
             }

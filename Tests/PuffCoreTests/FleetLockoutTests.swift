@@ -3,7 +3,7 @@ import Testing
 
 @Suite("Fleet lockout and directory options")
 struct FleetLockoutTests {
-    let policy = LockoutPolicy()  // deny 5; 1, 5, 15, 15, 60 minutes
+    let policy = LockoutPolicy()  // deny 5; 1, 5, 15, 15, 60 minutes; until reset from the 10th
 
     @Test("the lock after the n-th failure follows the local policy's steps")
     func lockEnds() {
@@ -12,7 +12,10 @@ struct FleetLockoutTests {
         #expect(policy.lockEnd(afterFailures: 5, at: 1000) == 1060)
         #expect(policy.lockEnd(afterFailures: 6, at: 1000) == 1300)
         #expect(policy.lockEnd(afterFailures: 9, at: 1000) == 4600)
-        #expect(policy.lockEnd(afterFailures: 500, at: 1000) == 4600)
+        #expect(policy.lockEnd(afterFailures: 10, at: 1000) == Tally.untilReset)
+        var noCeiling = policy
+        noCeiling.maxFailures = 0
+        #expect(noCeiling.lockEnd(afterFailures: 500, at: 1000) == 4600)
         // The same as counting the failures one by one locally.
         var tally = Tally()
         for failure in 1...12 {
@@ -55,10 +58,10 @@ struct FleetLockoutTests {
         #expect(!policy.fleetMayVerify(before: 4, counted: 6, isRoot: false))
         #expect(!policy.fleetMayVerify(before: 0, counted: 7, isRoot: false))
         #expect(!policy.fleetMayVerify(before: UInt32.max, counted: UInt32.max, isRoot: false))
-        #expect(policy.fleetMayVerify(before: 0, counted: 9, isRoot: true))
-        var rootToo = policy
-        rootToo.evenDenyRoot = true
-        #expect(!rootToo.fleetMayVerify(before: 0, counted: 9, isRoot: true))
+        var rootExempt = policy
+        rootExempt.evenDenyRoot = false
+        #expect(rootExempt.fleetMayVerify(before: 0, counted: 9, isRoot: true))
+        #expect(!policy.fleetMayVerify(before: 0, counted: 9, isRoot: true))
     }
 
     @Test("fail_interval forgets a fleet run after the quiet time following its lock")

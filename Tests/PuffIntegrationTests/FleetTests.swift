@@ -133,7 +133,7 @@ struct FleetTests {
     }
 
     @Test func aStoppedDirectoryFailsClosedAndLosesNothing() throws {
-        let fleet = try Fleet(user: "puff-it-fleet-d", extra: "deny = 100\n")
+        let fleet = try Fleet(user: "puff-it-fleet-d", extra: "deny = 100\nmax_failures = 0\n")
         let (directory, host1, host2, user) = (fleet.directory, fleet.host1, fleet.host2, fleet.user)
         #expect(try host2.authenticate(user, replies: ["000001"]).status == PAMCode.authError)
 

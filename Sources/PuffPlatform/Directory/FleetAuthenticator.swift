@@ -56,86 +56,143 @@ extension Authenticator {
                                   acceptance: options.quickFactor.acceptance(of: found.record, tally, bootID: bootID(), now: time)))
     }
 
-    /// `attempt(_:for:)` in fleet mode, for an enrolled account.
-    func fleetAttempt(_ passcode: borrowing SecureBytes, _ account: Account,
+    /// `attempt(_:for:)` in fleet mode, for an enrolled account, in the three steps of the
+    /// files backend: (1) count the attempt in the directory (the post-read count is its
+    /// number in the run) and in the local counter, holding the local lock only for a read and
+    /// a write; (2) verify without any lock; (3) on success, clear in the directory the failures
+    /// counted up to this attempt (later ones stay) and settle the local counter.
+    func fleetAttempt(_ passcode: borrowing SecureBytes, _ account: Account, asProofForChange: Bool,
                       counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
         let key = try fleetKey()
         let connection = try DirectoryConnection(options.directory)
         let host = fleetHostName(options.directory)
         let isRoot = account.uid == 0
-        return try counters.update(account.name) { local, save throws(StoreError) -> Outcome in
-            let started = now()
-            // Read again: an enrollment or a reset on another host may have changed it.
-            guard let found = try fleetRecord(connection, account), found.record.hasAnyFactor else {
-                try runDummyVerification(passcode)
-                return .notEnrolled
+        let isGesture = passcode.hasPrefix(GestureWire.prefix)
+        let started = now()
+        // Step 1. Read again: an enrollment or a reset on another host may have changed it.
+        guard let found = try fleetRecord(connection, account), found.record.hasAnyFactor else {
+            try runDummyVerification(passcode)
+            return .notEnrolled
+        }
+        let (entry, record) = found
+        var fleet = try Self.fleetCounter(entry)
+        if options.lockout.fleetRunExpired(fleet, now: started) {
+            // fail_interval: the run is forgotten only if nobody counted since the read
+            // (deleting the value read fails when it changed: a compare-and-swap).
+            do {
+                try connection.modify(dn: entry.dn, [.delete("puffFailures", Self.digits(Int64(fleet.failures))),
+                                                     .add("puffFailures", Self.digits(0))])
+                fleet.failures = 0
+            } catch {
+                // Another host counted meanwhile: keep the run (the safe side).
             }
-            let (entry, record) = found
-            var fleet = try Self.fleetCounter(entry)
-            if options.lockout.fleetRunExpired(fleet, now: started) {
-                // fail_interval: the run is forgotten only if nobody counted since the read
-                // (deleting the value read fails when it changed: a compare-and-swap).
-                do {
-                    try connection.modify(dn: entry.dn, [.delete("puffFailures", Self.digits(Int64(fleet.failures))),
-                                                         .add("puffFailures", Self.digits(0))])
-                    fleet.failures = 0
-                } catch {
-                    // Another host counted meanwhile: keep the run (the safe side).
+        }
+        let before = options.lockout.fleetTally(fleet, local: try counters.read(account.name))
+        let status = options.lockout.status(of: before, now: started, isRoot: isRoot)
+        guard status == .open else { return .locked(status) }
+        let acceptance = options.quickFactor.acceptance(of: record, before, bootID: bootID(), now: started)
+        if case .refused = acceptance { return .locked(.lockedUntilReset) }
+        if isGesture, case .passcodeOnly(_, let reason?) = acceptance { return .passcodeRequired(reason) }
+        if !isGesture, !asProofForChange, let minimum = options.minimumPasscode,
+           let stored = record.passcode, !stored.type.meets(minimum) {
+            return .failure(failures: before.failures, lock: status,
+                            detail: "the enrolled passcode type \(stored.type.rawValue) is below "
+                                + "min_passcode=\(minimum.rawValue); not counted, nothing verified")
+        }
+        // Open the template before counting: a record problem must not cost an attempt.
+        var template: GestureTemplate?
+        if isGesture, let gesture = record.gesture {
+            template = try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: key, path: entry.dn)
+        }
+        // Counted in the directory first; an attempt it cannot count is never verified.
+        let counted = try connection.countFailure(dn: entry.dn, now: started, host: host)
+        let (localBefore, localCounted) = try counters.update(account.name) { tally, save throws(StoreError) -> (Tally, Tally) in
+            var next = options.lockout.recordingFailure(in: tally, now: started)
+            if isGesture, next.gestureFailures < UInt32.max { next.gestureFailures += 1 }
+            try save(next)
+            let previous = tally
+            tally = next
+            return (previous, next)
+        }
+        let after = options.lockout.fleetTally(FleetCounter(failures: counted, lastFailure: started,
+                                                            adminLock: fleet.adminLock), local: localCounted)
+        let lock = options.lockout.status(of: after, now: started, isRoot: isRoot)
+        let origin = "fleet failure \(counted) counted by \(host)"
+        func failed(_ detail: String) -> Outcome {
+            countedFailure = CountedFailure(user: account.name, before: localBefore, after: localCounted,
+                                            countedInDirectory: true)
+            return .failure(failures: counted, lock: lock, detail: origin + (detail.isEmpty ? "" : "; " + detail))
+        }
+        guard options.lockout.fleetMayVerify(before: fleet.failures, counted: counted, isRoot: isRoot) else {
+            if lock == .open { return failed("not verified: another host counted at the same time") }
+            return .locked(lock)
+        }
+        // Step 2, without any lock.
+        if isGesture {
+            guard let template else { return failed("a gesture was sent but none is enrolled") }
+            if let problem = Self.gestureProblem(passcode, template) { return failed(problem) }
+            return try fleetSettleSuccess(connection, account, verified: record, counted: counted,
+                                          localSerial: localCounted.serial, passcode: nil, upgradedHash: nil,
+                                          at: started, failed: failed)
+        }
+        guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
+        let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: key)
+        guard try hasher.verify(prehash, against: stored.hash) else { return failed("") }
+        let upgradedHash = hasher.needsRehash(stored.hash) ? try hasher.hash(prehash) : nil
+        return try fleetSettleSuccess(connection, account, verified: record, counted: counted,
+                                      localSerial: localCounted.serial, passcode: stored, upgradedHash: upgradedHash,
+                                      at: started, failed: failed)
+    }
+
+    /// Step 3 of `fleetAttempt`: the record must still hold the secret that verified; the
+    /// directory's count loses the failures up to and including this attempt's number
+    /// (`counted`) with a compare-and-swap, so failures other hosts counted since stay; a
+    /// passcode success also lifts an administrator's lock; the local counter is settled
+    /// as in the files backend.
+    private func fleetSettleSuccess(_ connection: borrowing DirectoryConnection, _ account: Account,
+                                    verified record: UserRecord, counted: UInt32, localSerial: UInt64,
+                                    passcode: StoredPasscode?, upgradedHash: String?, at started: Int64,
+                                    failed: (String) -> Outcome) throws(StoreError) -> Outcome {
+        var settled = false
+        for _ in 0..<4 where !settled {
+            guard let found = try fleetRecord(connection, account) else { return failed("the record was removed meanwhile") }
+            if let passcode {
+                guard found.record.passcode == passcode else { return failed("the passcode was changed meanwhile") }
+            } else {
+                guard found.record.gesture == record.gesture else { return failed("the gesture was changed meanwhile") }
+                if found.entry.adminLock {
+                    return found.record.passcode == nil ? .locked(.lockedUntilReset) : .passcodeRequired(.administrator)
                 }
             }
-            let before = options.lockout.fleetTally(fleet, local: local)
-            let status = options.lockout.status(of: before, now: started, isRoot: isRoot)
-            guard status == .open else { return .locked(status) }
-            let boot = bootID()
-            let acceptance = options.quickFactor.acceptance(of: record, before, bootID: boot, now: started)
-            let isGesture = passcode.hasPrefix(GestureWire.prefix)
-            if case .refused = acceptance { return .locked(.lockedUntilReset) }
-            if isGesture, case .passcodeOnly(_, let reason?) = acceptance { return .passcodeRequired(reason) }
-            // Open the template before counting: a record problem must not cost an attempt.
-            var template: GestureTemplate?
-            if isGesture, let gesture = record.gesture {
-                template = try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: key, path: entry.dn)
+            let now = try Self.fleetCounter(found.entry).failures
+            var changes: [DirectoryChange] = []
+            if now >= counted, now > 0 {
+                changes += [.delete("puffFailures", Self.digits(Int64(now))),
+                            .add("puffFailures", Self.digits(Int64(now - counted)))]
             }
-            // Counted in the directory first; an attempt it cannot count is never verified.
-            let counted = try connection.countFailure(dn: entry.dn, now: started, host: host)
-            var localCounted = options.lockout.recordingFailure(in: local, now: started)
-            if isGesture, localCounted.gestureFailures < UInt32.max { localCounted.gestureFailures += 1 }
-            try save(localCounted)
-            let localBefore = local
-            local = localCounted
-            let after = options.lockout.fleetTally(FleetCounter(failures: counted, lastFailure: started,
-                                                                adminLock: fleet.adminLock), local: localCounted)
-            let lock = options.lockout.status(of: after, now: started, isRoot: isRoot)
-            let origin = "fleet failure \(counted) counted by \(host)"
-            func failed(_ detail: String) -> Outcome {
-                countedFailure = CountedFailure(user: account.name, before: localBefore, after: localCounted,
-                                                countedInDirectory: true)
-                return .failure(failures: counted, lock: lock, detail: origin + (detail.isEmpty ? "" : "; " + detail))
+            if passcode != nil { changes += Array(Self.passcodeSuccess(at: started).dropFirst()) }
+            if let passcode, let upgradedHash {
+                var upgraded = found.record
+                upgraded.passcode = StoredPasscode(type: passcode.type, hash: upgradedHash)
+                changes.append(.replace("puffRecord", upgraded.encoded()))
             }
-            guard options.lockout.fleetMayVerify(before: fleet.failures, counted: counted, isRoot: isRoot) else {
-                if lock == .open { return failed("not verified: another host counted at the same time") }
-                return .locked(lock)
+            if changes.isEmpty { break }
+            do {
+                try connection.modify(dn: found.entry.dn, changes)
+                settled = true
+            } catch {
+                // Another host counted between the read and the swap: read again.
             }
-            if isGesture {
-                guard let template else { return failed("a gesture was sent but none is enrolled") }
-                if let problem = Self.gestureProblem(passcode, template) { return failed(problem) }
-                try connection.modify(dn: entry.dn, [.replace("puffFailures", Self.digits(0))])
-                local = localCounted.clearingFailures()
-                try save(local)
-                return .success(rehashed: false)
-            }
-            guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
-            let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: key)
-            guard try hasher.verify(prehash, against: stored.hash) else { return failed("") }
-            try connection.modify(dn: entry.dn, Self.passcodeSuccess(at: started))
-            local = Self.passcodeUsed(localCounted.clearingFailures(), at: started, boot: boot)
-            try save(local)
-            guard hasher.needsRehash(stored.hash) else { return .success(rehashed: false) }
-            var upgraded = record
-            upgraded.passcode = StoredPasscode(type: stored.type, hash: try hasher.hash(prehash))
-            try connection.modify(dn: entry.dn, [.replace("puffRecord", upgraded.encoded())])
-            return .success(rehashed: true)
         }
+        try counters.update(account.name) { tally, save throws(StoreError) in
+            var next = tally.settlingSuccess(of: localSerial, deny: options.lockout.deny) ?? tally
+            if passcode != nil { next = Self.passcodeUsed(next, at: started, boot: bootID()) }
+            if next != tally {
+                try save(next)
+                tally = next
+            }
+        }
+        return .success(rehashed: settled && upgradedHash != nil)
     }
 
     /// The `authsucc` take-back in fleet mode: one failure removed from the fleet counter
