@@ -36,7 +36,8 @@ VERSION     := $(shell cat $(CURDIR)/VERSION)
 # The release and the helper's install path, compiled in (Sources/CPuffBuild).
 BUILD_DEFINES := -Xcc -DPUFF_VERSION='"$(VERSION)"' -Xcc -DPUFF_SBINDIR='"$(BINDIR)"'
 DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
-	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl scdoc libaudit-dev
+	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl scdoc libaudit-dev \
+	slapd ldap-utils libldap2-dev
 # What `make deb` and `make deb-test` need besides DEBIAN_DEPS.
 DEB_DEPS    := debhelper fakeroot dpkg-dev lintian man-db
 ARCH        := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
@@ -257,6 +258,9 @@ install-files:
 	install -d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d
 	install -m 0644 docs/fail2ban/filter.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d/puff.conf
 	install -m 0644 docs/fail2ban/jail.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d/puff.conf
+	install -m 0644 docs/fleet.md $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/fleet.md
+	install -d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/ldap
+	install -m 0644 ldap/puff.ldif ldap/99puff.ldif $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/ldap/
 
 # Removes what `make install` put in place; the enrollments and counters stay (say so).
 uninstall:

@@ -40,10 +40,14 @@ let package = Package(
         // entries while its runtime starts in a setuid host (a priority-101 constructor).
         .target(name: "CHelperStart", path: "Sources/CHelperStart"),
         .target(name: "CModuleStart", path: "Sources/CModuleStart"),
+        // libldap for fleet mode (`backend = ldap`): a thin C layer over its variadic BER
+        // calls and NULL-terminated modify lists (Sources/CLDAP/include/puff_ldap.h).
+        .target(name: "CLDAP", path: "Sources/CLDAP",
+                linkerSettings: [.linkedLibrary("ldap"), .linkedLibrary("lber")]),
         .target(name: "PuffCore"),
         // libaudit: records for locks and administrator resets, as pam_faillock sends.
         .systemLibrary(name: "CAudit", path: "Sources/CAudit", providers: [.apt(["libaudit-dev"])]),
-        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit"]),
+        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CLDAP"]),
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CModuleStart"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [

@@ -47,6 +47,8 @@ public struct PuffOptions: Equatable, Sendable {
     public var gestureHitRatioPercent = 70.0
     /// Largest attempt raster size allowed, in percent of the stored one (anti-scribble).
     public var gestureOverflowPercent = 140.0
+    /// Fleet mode: records and the fleet-wide counter in an LDAP directory (DirectoryOptions.swift).
+    public var directory = DirectorySettings()
 
     /// The gesture parameters the four percentages describe, or the reason they cannot work together.
     public func gestureParameters() throws(OptionError) -> GestureParameters {
@@ -195,6 +197,8 @@ public enum OptionParser {
         case "kdf_mem_kib":
             options.kdf.memoryKiB = UInt32(try integer(Int64(Argon2Parameters.memoryKiBRange.lowerBound)...Int64(Argon2Parameters.memoryKiBRange.upperBound)))
         default:
+            // Fleet mode's keys (DirectoryOptions.swift).
+            if try options.directory.apply(name, value) { return nil }
             return "unknown option '\(LogText.escape(name))' ignored"
         }
         return nil

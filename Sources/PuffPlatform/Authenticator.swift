@@ -54,6 +54,7 @@ public struct Authenticator {
     public func subject(for userName: String) throws(StoreError) -> Subject {
         guard UserName(userName) != nil else { return .notEnrolled(reason: "invalid user name") }
         guard let account = try Account.lookup(userName) else { return .notEnrolled(reason: "no such account") }
+        if options.directory.isEnabled { return try fleetSubject(account) }  // FleetAuthenticator.swift
         guard let record = try records.load(account), record.hasAnyFactor else {
             return .notEnrolled(reason: "no Puff record")
         }
@@ -101,6 +102,8 @@ public struct Authenticator {
         public var before: Tally
         /// The counter as the failure left it (its `serial` numbers the attempt).
         public var after: Tally
+        /// Fleet mode: the failure was also counted in the directory (FleetAuthenticator.swift).
+        public var countedInDirectory = false
     }
 
     /// Checks `passcode` for `subject` in three steps, so that no process, stopped or slow,
@@ -135,6 +138,9 @@ public struct Authenticator {
             return .notEnrolled
         case .enrolled(let enrolled):
             let account = enrolled.account
+            if options.directory.isEnabled {  // FleetAuthenticator.swift
+                return try fleetAttempt(passcode, account, asProofForChange: asProofForChange, counted: &countedFailure)
+            }  // FleetAuthenticator.swift
             guard let hostKey = try records.loadHostKey() else {
                 throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
             }
@@ -289,7 +295,8 @@ public struct Authenticator {
     /// when the rest stay below `deny`. `false` when there is nothing left to take back: a
     /// success or an administrator's reset cleared it since, or the counter is damaged.
     public func takeBack(_ failure: CountedFailure) throws(StoreError) -> Bool {
-        try counters.update(failure.user) { tally, save throws(StoreError) -> Bool in
+        let fleet = failure.countedInDirectory ? try fleetTakeBack(failure.user) : false  // FleetAuthenticator.swift
+        return try counters.update(failure.user) { tally, save throws(StoreError) -> Bool in
             guard failure.after.serial > tally.clearedSerial, !tally.isDamaged, tally.failures > 0 else { return false }
             var next: Tally
             if tally == failure.after {
@@ -305,7 +312,7 @@ public struct Authenticator {
             try save(next)
             tally = next
             return true
-        }
+        } || fleet
     }
 
     /// `tally` after a passcode success (or enrollment) at `time`: the gesture is trusted again.
@@ -338,7 +345,7 @@ public struct Authenticator {
         }
     }
 
-    private func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
+    func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
         // The host key if there is one, so the cost matches a real attempt.
         let key: SecureBytes
         switch try records.loadHostKey() {
@@ -355,6 +362,7 @@ public struct Authenticator {
     /// Runs under the user's counter lock, so it cannot interleave with a login's rehash.
     public func storePasscode(_ passcode: borrowing SecureBytes, type: PasscodeType,
                               for account: Account) throws(StoreError) {
+        if options.directory.isEnabled { return try fleetStorePasscode(passcode, type: type, for: account) }
         let hostKey = try records.loadOrCreateHostKey()
         let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
         let hash = try hasher.hash(prehash)
@@ -374,6 +382,7 @@ public struct Authenticator {
     /// Seals `template` for `account`, stores a copy of the picture it was drawn on and
     /// records both (keeping the record's passcode), under the user's counter lock.
     public func storeGesture(_ template: GestureTemplate, picture: [UInt8], for account: Account) throws(StoreError) {
+        if options.directory.isEnabled { return try fleetStoreGesture(template, picture: picture, for: account) }
         let hostKey = try records.loadOrCreateHostKey()
         let sealed = try GestureSealing.seal(template, for: account, hostKey: hostKey)
         try counters.update(account.name) { _, _ throws(StoreError) in
@@ -403,6 +412,7 @@ public struct Authenticator {
     /// Makes the passcode mandatory for `name` until its next passcode success (the
     /// administrator's "remote lock").
     public func requirePasscode(of name: UserName) throws(StoreError) {
+        if options.directory.isEnabled { return try fleetRequirePasscode(of: name) }
         try counters.update(name) { tally, save throws(StoreError) in
             tally.adminLock = true
             try save(tally)
@@ -413,7 +423,8 @@ public struct Authenticator {
     /// no record or picture. (The counter's lock file stays: it is never removed or renamed,
     /// so a waiting attempt always locks the file the next one will lock.)
     public func removeEnrollment(of name: UserName) throws(StoreError) -> Bool {
-        try counters.update(name) { _, _ throws(StoreError) -> Bool in
+        if options.directory.isEnabled { return try fleetRemoveEnrollment(of: name) }  // FleetAuthenticator.swift
+        return try counters.update(name) { _, _ throws(StoreError) -> Bool in
             let removed = try records.remove(name)
             let pictures = try records.removePictures(name)
             try counters.removeWhileLocked(name)

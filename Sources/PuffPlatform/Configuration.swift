@@ -43,6 +43,7 @@ public enum Configuration {
         }
         do {
             _ = try options.gestureParameters()
+            try options.directory.validate()
         } catch {
             throw .configuration(error.description)
         }

@@ -24,6 +24,9 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     /// A sealed gesture template that does not open: edited, copied from another user, or
     /// sealed under another host key.
     case tampered(path: String)
+    /// Fleet mode: the directory could not be reached, refused an operation, or holds
+    /// something unusable. Fails closed like every store error (PAM_AUTHINFO_UNAVAIL).
+    case directory(String)
 
     /// One log line.
     public var description: String {
@@ -36,6 +39,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
         case .wrongOwner(let path): "refusing \(path): it belongs to another user or uid"
         case .crypto(let what): "libsodium: \(what)"
         case .configuration(let what): "configuration: \(what)"
+        case .directory(let what): "directory: \(what)"
         case .tampered(let path): "refusing \(path): the sealed gesture template does not open (edited, copied from another user, or another host key)"
         }
     }

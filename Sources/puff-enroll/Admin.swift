@@ -26,6 +26,8 @@ struct Status: ParsableCommand {
             let names: [UserName]
             if let user {
                 names = [try Command.account(user).name]
+            } else if options.directory.isEnabled {
+                throw Failure(ExitCodes.unknown, "name a user with --user (backend = ldap: the directory holds the records)")
             } else {
                 names = try records.enrolledNames()
             }
@@ -34,18 +36,31 @@ struct Status: ParsableCommand {
             var rows: [String] = []
             var cells: [[String]] = []
             var anyRecord = false
+            var lastCountedBy: String?
             for name in names {
                 let account = try Account.lookup(name.value)
-                let record = try account.flatMap { account throws(StoreError) in try records.load(account) }
+                var record: UserRecord?
+                var tally: Tally
+                var countedBy: String?
+                if options.directory.isEnabled, let account {
+                    // Fleet mode: the directory's record and fleet-wide counter (FleetAuthenticator.swift).
+                    let fleet = try Authenticator(options: options).fleetStatus(of: account)
+                    record = fleet?.record
+                    tally = try fleet?.tally ?? counters.read(name)
+                    countedBy = fleet?.lastFailureHost
+                } else {
+                    record = try account.flatMap { account throws(StoreError) in try records.load(account) }
+                    tally = try counters.read(name)
+                }
                 anyRecord = anyRecord || record != nil
-                let tally = try counters.read(name)
                 let status = options.lockout.status(of: tally, now: now, isRoot: account?.uid == 0)
                 let acceptance = record.map { options.quickFactor.acceptance(of: $0, tally, bootID: bootID, now: now) }
                 if json {
-                    rows.append(jsonRow(name, account, record, tally, status, acceptance))
+                    rows.append(jsonRow(name, account, record, tally, status, acceptance, countedBy))
                 } else {
                     cells.append(textRow(name, account, record, tally, status, acceptance))
                 }
+                lastCountedBy = countedBy
             }
             // One user: also the latest failures, like `faillock --user`.
             let history = FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
@@ -68,6 +83,7 @@ struct Status: ParsableCommand {
                     let lines = recent.map { [Time.format($0.time), $0.service, $0.tty, $0.rhost, $0.ruser].map { $0.isEmpty ? "-" : $0 } }
                     for line in Self.table(header + lines) { Terminal.say(line) }
                 }
+                if let lastCountedBy { Terminal.say("The latest fleet failure was counted by \(lastCountedBy).") }
             }
             if let name = names.first, user != nil, !anyRecord {
                 throw Failure(ExitCodes.unknown, "\(name) has nothing enrolled")
@@ -157,7 +173,7 @@ struct Status: ParsableCommand {
     }
 
     private func jsonRow(_ name: UserName, _ account: Account?, _ record: UserRecord?, _ tally: Tally, _ status: LockStatus,
-                         _ acceptance: Acceptance?) -> String {
+                         _ acceptance: Acceptance?, _ countedBy: String?) -> String {
         var fields = ["\"user\": \"\(name.value)\""]
         fields.append("\"uid\": " + (account.map { String($0.uid) } ?? "null"))
         fields.append("\"passcode\": " + (record?.passcode.map { "\"\($0.type.rawValue)\"" } ?? "null"))
@@ -177,6 +193,7 @@ struct Status: ParsableCommand {
         fields.append("\"last_passcode\": " + (tally.passcodeAt == 0 ? "null" : String(tally.passcodeAt)))
         fields.append("\"admin_lock\": \(tally.adminLock)")
         fields.append("\"accepts\": \"\(acceptsText(acceptance))\"")
+        if let countedBy { fields.append("\"last_failure_host\": \"\(LogText.escape(countedBy))\"") }
         return "{" + fields.joined(separator: ", ") + "}"
     }
 }
@@ -197,6 +214,14 @@ struct Reset: ParsableCommand {
             let options = try store.load()
             let account = try Command.account(user)
             let name = account.name
+            if options.directory.isEnabled {
+                // Fleet mode: the directory's counter, so every host is unlocked (FleetAuthenticator.swift).
+                let cleared = try Authenticator(options: options).fleetReset(of: name)
+                Command.audit("fleet lockout of user \(name) reset by uid \(getuidValue()) on \(fleetHostName(options.directory)) (\(cleared) failures cleared)")
+                Audit.administrator("puff-reset", user: name.value, uid: account.uid, succeeded: true)
+                Terminal.say("Fleet lockout of \(name) reset (\(cleared) failures cleared).")
+                return
+            }
             let counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
             let before = try counters.read(name)
             try counters.reset(name)

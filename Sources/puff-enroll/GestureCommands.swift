@@ -41,7 +41,10 @@ struct GestureCommand: ParsableCommand {
             Command.audit("gesture of user \(account.name) set by uid \(getuidValue())")
             let points = template.parts.reduce(0) { $0 + $1.points.count }
             Terminal.say("Gesture for \(account.name) saved (\(template.parts.count) parts, \(points) raster points, picture \(image.width)x\(image.height)).")
-            if try RecordStore(directory: options.recordDirectory).load(account)?.passcode == nil {
+            let stored = options.directory.isEnabled
+                ? try Authenticator(options: options).fleetStatus(of: account)?.record  // fleet mode
+                : try RecordStore(directory: options.recordDirectory).load(account)
+            if stored?.passcode == nil {
                 Terminal.warn("puff-enroll: note: \(account.name) has no passcode; a passcode fallback is recommended "
                               + "(puff-enroll passcode). Without one the gesture stays usable after restarts and "
                               + "failures (under the lockout), and 'puff-enroll lock' blocks it until a reset.")

@@ -38,7 +38,9 @@ struct Passcode: ParsableCommand {
             let options = try store.load()
             let account = try Command.account(user)
             let authenticator = Authenticator(options: options)
-            let existing = try RecordStore(directory: options.recordDirectory).load(account)
+            let existing = options.directory.isEnabled
+                ? try authenticator.fleetStatus(of: account)?.record  // fleet mode: the directory's record
+                : try RecordStore(directory: options.recordDirectory).load(account)
             let actingOnOther = account.uid != getuidValue()
             if let stored = existing?.passcode, !actingOnOther {
                 try confirmCurrent(authenticator, account: account, type: stored.type)
