@@ -91,7 +91,7 @@ public struct DirectorySettings: Equatable, Sendable {
             let list = try text().split(separator: ",").map(String.init)
             guard (1...8).contains(list.count) else { throw OptionError(key: key, reason: "must list 1 to 8 URIs") }
             let schemes = Set(list.map { uri in uri.prefix { $0 != ":" } })
-            guard schemes.isSubset(of: ["ldapi", "ldaps", "ldap"]), list.allSatisfy({ $0.contains("://") }) else {
+            guard schemes.isSubset(of: ["ldapi", "ldaps", "ldap"]), list.allSatisfy({ uri in uri.dropFirst(uri.prefix { $0 != ":" }.count).hasPrefix("://") }) else {
                 throw OptionError(key: key, reason: "only ldapi://, ldaps:// and ldap:// (with StartTLS) URIs are accepted")
             }
             guard !schemes.contains("ldap") || schemes.count == 1 else {
