@@ -13,7 +13,8 @@ BINDIR      ?= $(PREFIX)/sbin
 USERBINDIR  ?= $(PREFIX)/bin
 SWIFT       ?= swift
 DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
-	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl
+	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl \
+	libx11-dev libxi-dev libxrandr-dev libcairo2-dev fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils
 MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disable-local-rpath \
 	-Xswiftc -static-stdlib \
 	-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map \
@@ -50,6 +51,8 @@ cli: deps
 	install -m 0755 .build/release/puff-enroll build/puff-enroll
 	$(SWIFT) build -c release --product puff-pad
 	install -m 0755 .build/release/puff-pad build/puff-pad
+	$(SWIFT) build -c release --product puff-lock
+	install -m 0755 .build/release/puff-lock build/puff-lock
 
 # The setuid helper: release, Swift runtime linked in and no RUNPATH (a setuid binary must
 # not load libraries from a toolchain path or from beside itself), in its own scratch directory.
@@ -130,14 +133,17 @@ install: build
 	install -m 4755 -o root -g root build/puff-check $(DESTDIR)$(BINDIR)/puff-check
 	install -d $(DESTDIR)$(USERBINDIR)
 	install -m 0755 build/puff-pad $(DESTDIR)$(USERBINDIR)/puff-pad
+	install -m 0755 build/puff-lock $(DESTDIR)$(USERBINDIR)/puff-lock
 	install -d $(DESTDIR)/etc/pam.d
 	install -m 0644 pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-enroll
+	install -m 0644 pam.d/puff-lock $(DESTDIR)/etc/pam.d/puff-lock
 	install -d -m 0755 $(DESTDIR)/etc/puff
 	install -d -m 0700 $(DESTDIR)/var/lib/puff
 
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_puff.so $(DESTDIR)$(BINDIR)/puff-enroll $(DESTDIR)$(BINDIR)/puff-check \
-		$(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)$(USERBINDIR)/puff-pad
+		$(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)$(USERBINDIR)/puff-pad \
+		$(DESTDIR)$(USERBINDIR)/puff-lock $(DESTDIR)/etc/pam.d/puff-lock
 
 clean:
 	rm -rf build .build .build-module .build-fuzz .build-tsan .build-helper

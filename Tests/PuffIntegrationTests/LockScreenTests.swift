@@ -1,0 +1,276 @@
+import Foundation
+import Testing
+
+/// `puff-lock` on a real X server (Xvfb), driven with xdotool: it runs as an ordinary user in
+/// a private mount namespace where a test store is mounted at /etc/puff, so the module goes
+/// through the setuid helper as it does for a real screen locker. Each test saves screenshots
+/// in build/screenshots/.
+@Suite(.serialized)
+struct LockScreenTests {
+    static var lockBinary: String { Artefacts.binaries + "/puff-lock" }
+    static let screenshots = Artefacts.repository.appendingPathComponent("build/screenshots").path
+
+    /// An Xvfb server of its own (1280x800), stopped at the end.
+    final class XServer {
+        let display: String
+        private let process: Process
+
+        init() throws {
+            var chosen: (String, Process)?
+            for number in 60..<100 where access("/tmp/.X\(number)-lock", F_OK) != 0 {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/Xvfb")
+                process.arguments = [":\(number)", "-screen", "0", "1280x800x24", "-nolisten", "tcp"]
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                let deadline = Date().addingTimeInterval(10)
+                while process.isRunning && Date() < deadline {
+                    if try run("/usr/bin/xdpyinfo", ["-display", ":\(number)"]).status == 0 { break }
+                    usleep(100_000)
+                }
+                if process.isRunning {
+                    chosen = (":\(number)", process)
+                    break
+                }
+            }
+            guard let chosen else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "no Xvfb"]) }
+            (display, process) = chosen
+        }
+
+        deinit {
+            process.terminate()
+            process.waitUntilExit()
+        }
+
+        @discardableResult
+        func xdotool(_ arguments: [String]) throws -> Run {
+            let result = try run("/usr/bin/xdotool", arguments, environment: ["DISPLAY": display])
+            #expect(result.status == 0, "xdotool \(arguments.prefix(4)): \(result.errors)")
+            return result
+        }
+
+        /// Saves the whole screen as build/screenshots/NAME.png.
+        func screenshot(_ name: String) throws {
+            try FileManager.default.createDirectory(atPath: LockScreenTests.screenshots, withIntermediateDirectories: true)
+            let path = LockScreenTests.screenshots + "/" + name + ".png"
+            let result = try run("/usr/bin/import", ["-display", display, "-window", "root", path])
+            #expect(result.status == 0, "import: \(result.errors)")
+        }
+    }
+
+    /// A running `puff-lock` and what it wrote on stderr.
+    final class Locker {
+        let process: Process
+        let log: String
+
+        init(stage: UnprivilegedTests.Stage, user: String, server: XServer, extra: [String] = []) throws {
+            log = stage.fixture.root + "/lock-\(UUID().uuidString).log"
+            FileManager.default.createFile(atPath: log, contents: nil)
+            let command = [stage.bin + "/puff-lock", "--pam-confdir", stage.fixture.pamDirectory, "--print-layout"] + extra
+            let quoted = command.map { "'" + $0 + "'" }.joined(separator: " ")
+            let script = "mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff && "
+                + "exec setpriv --reuid=\(user) --regid=\(user) --init-groups /usr/bin/env DISPLAY=\(server.display) \(quoted) 2>>'\(log)'"
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+            process.arguments = ["--mount", "--propagation", "private", "/bin/sh", "-c", script]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+        }
+
+        deinit {
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
+        }
+
+        var text: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+
+        /// Waits until stderr holds `needle` `count` times; false on timeout.
+        @discardableResult
+        func waitFor(_ needle: String, count: Int = 1, timeout: Double = 20) -> Bool {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if text.components(separatedBy: needle).count - 1 >= count { return true }
+                if !process.isRunning { return text.components(separatedBy: needle).count - 1 >= count }
+                usleep(50_000)
+            }
+            return false
+        }
+
+        /// The exit status, waiting at most `timeout` seconds; nil while still running.
+        func exitStatus(timeout: Double) -> Int32? {
+            let deadline = Date().addingTimeInterval(timeout)
+            while process.isRunning && Date() < deadline { usleep(50_000) }
+            return process.isRunning ? nil : process.terminationStatus
+        }
+
+        /// The last layout printed: the picture's origin and scale, and the buttons' centres.
+        func layout() throws -> (x: Double, y: Double, scale: Double, buttons: [String: (Int, Int)]) {
+            var picture: (Double, Double, Double)?
+            var buttons: [String: (Int, Int)] = [:]
+            for line in text.split(separator: "\n") {
+                let words = line.split(separator: " ")
+                if words.count >= 5, words[1] == "picture", let x = Double(words[2]), let y = Double(words[3]), let scale = Double(words[4]) {
+                    picture = (x, y, scale)
+                    buttons = [:]
+                }
+                if words.count == 5, words[1] == "button", let x = Double(words[3]), let y = Double(words[4]) {
+                    buttons[String(words[2])] = (Int(x), Int(y))
+                }
+            }
+            let found = try #require(picture, "no layout in: \(text)")
+            return (found.0, found.1, found.2, buttons)
+        }
+    }
+
+    /// A store with the user's 6-digit passcode and gesture, and a `puff-lock` service that
+    /// reaches the module through the helper.
+    static func stage(_ user: String, config: String = "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\n") throws -> UnprivilegedTests.Stage {
+        let stage = try UnprivilegedTests.Stage(config: config)
+        #expect(try stage.fixture.enroll(user, "604917").status == 0)
+        try GestureLoginTests().enrolled(stage.fixture, user)
+        try stage.fixture.write(stage.fixture.pamDirectory + "/puff-lock",
+                                "auth required \(stage.bin)/pam_puff.so nodelay helper=\(stage.helper)\naccount required pam_permit.so\n",
+                                mode: 0o644)
+        try FileManager.default.copyItem(atPath: lockBinary, toPath: stage.bin + "/puff-lock")
+        chmod(stage.bin + "/puff-lock", 0o755)
+        return stage
+    }
+
+    /// Draws the parts with the mouse: presses, moves through every point (screen pixels of
+    /// the picture points), releases.
+    static func draw(_ server: XServer, _ locker: Locker, _ parts: [GestureLoginTests.Part],
+                     shift: Double = 0) throws {
+        let layout = try locker.layout()
+        for part in parts {
+            var arguments: [String] = []
+            for (index, point) in part.points.enumerated() {
+                let x = Int((layout.x + (point.0 + shift) * layout.scale).rounded())
+                let y = Int((layout.y + point.1 * layout.scale).rounded())
+                arguments += ["mousemove", String(x), String(y)]
+                if index == 0 { arguments += ["mousedown", "1"] }
+            }
+            arguments += ["mouseup", "1"]
+            try server.xdotool(arguments)
+        }
+    }
+
+    @Test func theRightGestureUnlocksAndAWrongOneKeepsTheScreenLocked() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try Self.stage(user)
+        let server = try XServer()
+        let locker = try Locker(stage: stage, user: user, server: server)
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        #expect(locker.text.contains("locked \(user)"))
+        try server.screenshot("lock-ready")
+
+        // 15 picture pixels to the right: outside the ±9 px tolerance.
+        try Self.draw(server, locker, GestureLoginTests.genuine, shift: 15)
+        usleep(300_000)
+        try server.screenshot("lock-wrong-drawn")
+        try server.xdotool(["key", "Return"])
+        #expect(locker.waitFor("Puff: wrong gesture."), "\(locker.text)")
+        #expect(locker.waitFor("screen ready", count: 2), "\(locker.text)")
+        usleep(300_000)
+        try server.screenshot("lock-wrong-message")
+        #expect(locker.exitStatus(timeout: 0.5) == nil, "a wrong gesture unlocked: \(locker.text)")
+        #expect(try stage.fixture.failures(user) == 1)
+
+        try Self.draw(server, locker, GestureLoginTests.genuine)
+        usleep(300_000)
+        try server.screenshot("lock-right-drawn")
+        try server.xdotool(["key", "Return"])
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+        #expect(locker.text.contains("unlocked \(user)"))
+        #expect(try stage.fixture.failures(user) == 0)
+    }
+
+    @Test func thePasscodeClickedOnTheKeypadUnlocks() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try Self.stage(user)
+        let server = try XServer()
+        let locker = try Locker(stage: stage, user: user, server: server)
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        let buttons = try locker.layout().buttons
+        for digit in "60491" {
+            let (x, y) = try #require(buttons["digit\(digit)"], "\(buttons)")
+            try server.xdotool(["mousemove", String(x), String(y), "click", "1"])
+        }
+        usleep(300_000)
+        try server.screenshot("lock-keypad")
+        // The sixth digit answers (a fixed-length passcode needs no Enter).
+        let (x, y) = try #require(buttons["digit7"])
+        try server.xdotool(["mousemove", String(x), String(y), "click", "1"])
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+        #expect(try stage.fixture.failures(user) == 0)
+    }
+
+    @Test func aLockedAccountShowsTheTimeLeftAndStaysLocked() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try Self.stage(user)
+        for _ in 1...3 { try stage.authenticate(as: user, replies: ["111333"]) }
+        let server = try XServer()
+        let locker = try Locker(stage: stage, user: user, server: server)
+        #expect(locker.waitFor("Puff: too many failed attempts; try again in 1 minute."), "\(locker.text)")
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        usleep(300_000)
+        try server.screenshot("lock-locked-out")
+        // No prompt, no loop: the next attempt waits for a key.
+        usleep(1_000_000)
+        #expect(locker.text.components(separatedBy: "too many failed attempts").count - 1 == 1, "\(locker.text)")
+        #expect(locker.exitStatus(timeout: 0.1) == nil)
+        #expect(try stage.fixture.failures(user) == 3)
+
+        // A second locker cannot grab what the first holds, and says so.
+        let second = try Locker(stage: stage, user: user, server: server, extra: ["--grab-timeout", "0.5"])
+        #expect(second.exitStatus(timeout: 20) == 69)
+        #expect(second.text.contains("cannot grab the keyboard and the pointer: another program holds a grab; not locking"), "\(second.text)")
+
+        // A window mapped over the lock screen is covered again.
+        let clock = Process()
+        clock.executableURL = URL(fileURLWithPath: "/usr/bin/xclock")
+        clock.arguments = ["-display", server.display, "-geometry", "400x400+0+0"]
+        try clock.run()
+        defer { clock.terminate(); clock.waitUntilExit() }
+        usleep(1_000_000)
+        let tree = try run("/usr/bin/xwininfo", ["-display", server.display, "-root", "-children"])
+        // xwininfo lists the children from the top of the stack down.
+        let children = tree.lines.filter { $0.hasPrefix("     0x") }
+        #expect(children.first?.contains("\"puff-lock\"") == true, "\(tree.output)")
+        #expect(children.contains { $0.contains("xclock") }, "\(tree.output)")
+        try server.screenshot("lock-after-xclock")
+
+        // A key press tries again: still locked, one more message, not counted.
+        try server.xdotool(["key", "space"])
+        #expect(locker.waitFor("too many failed attempts", count: 2), "\(locker.text)")
+        #expect(try stage.fixture.failures(user) == 3)
+    }
+
+    @Test func itRefusesToRunAsRoot() throws {
+        let result = try run(Self.lockBinary, ["--pam-confdir", "/nonexistent"], environment: ["DISPLAY": ":0"])
+        #expect(result.status == 77)
+        #expect(result.errors.contains("refusing to run as root"))
+    }
+}
+
+/// Runs a program to completion with extra environment variables (X clients need DISPLAY).
+@discardableResult
+func run(_ program: String, _ arguments: [String], environment: [String: String]) throws -> Run {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: program)
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return Run(status: process.terminationStatus, output: String(decoding: outData, as: UTF8.self),
+               errors: String(decoding: errData, as: UTF8.self))
+}
