@@ -147,6 +147,8 @@ final class LockRenderer {
         for (index, part) in parts.enumerated() {
             let color = Self.partColors[index % Self.partColors.count]
             let first = layout.screenPoint(strokes.point(part, 0))
+            // Text leaves a current point behind; an arc would join it with a line.
+            cairo_new_path(cr)
             if part.kind == .tap || part.count == 1 {
                 cairo_arc(cr, first.x, first.y, 9, 0, 2 * Double.pi)
                 cairo_set_source_rgba(cr, 0, 0, 0, 0.55)
@@ -185,6 +187,7 @@ final class LockRenderer {
             }
             // The part's number beside where it starts.
             let label = (x: first.x + 16, y: first.y - 16)
+            cairo_new_path(cr)
             cairo_arc(cr, label.x, label.y, 12, 0, 2 * Double.pi)
             cairo_set_source_rgb(cr, color.0, color.1, color.2)
             cairo_fill_preserve(cr)
@@ -215,6 +218,7 @@ final class LockRenderer {
             let box = min(36, (field.width - 28 - gap * Double(length - 1)) / Double(length))
             var x = field.midX - (Double(length) * box + Double(length - 1) * gap) / 2
             for index in 0..<length {
+                cairo_new_path(cr)
                 cairo_arc(cr, x + box / 2, field.midY, box / 4, 0, 2 * Double.pi)
                 if index < scene.fieldCount {
                     cairo_set_source_rgb(cr, 1, 1, 1)
@@ -229,6 +233,7 @@ final class LockRenderer {
         } else {
             var x = field.x + 22
             for _ in 0..<min(scene.fieldCount, Int((field.width - 30) / 18)) {
+                cairo_new_path(cr)
                 cairo_arc(cr, x, field.midY, 6, 0, 2 * Double.pi)
                 cairo_set_source_rgb(cr, 1, 1, 1)
                 cairo_fill(cr)
@@ -245,12 +250,15 @@ final class LockRenderer {
         default: cairo_set_source_rgb(cr, 0.20, 0.20, 0.24)
         }
         cairo_fill(cr)
-        let size = button.label.count == 1 ? 26.0 : 19.0
-        text(cr, button.label, x: rect.midX, y: rect.midY, size: size, bold: true, color: (1, 1, 1), align: 0.5)
+        // Keypad-sized buttons show the symbol only.
+        let label = rect.width < 120 && button == .submit ? "✓" : button.label
+        let size = label.count == 1 ? 26.0 : 19.0
+        cairo_new_path(cr)
+        text(cr, label, x: rect.midX, y: rect.midY, size: size, bold: true, color: (1, 1, 1), align: 0.5)
     }
 
     private func roundedRectangle(_ cr: OpaquePointer, _ rect: LockRect, radius: Double) {
-        cairo_new_sub_path(cr)
+        cairo_new_path(cr)
         cairo_arc(cr, rect.maxX - radius, rect.y + radius, radius, -Double.pi / 2, 0)
         cairo_arc(cr, rect.maxX - radius, rect.maxY - radius, radius, 0, Double.pi / 2)
         cairo_arc(cr, rect.x + radius, rect.maxY - radius, radius, Double.pi / 2, Double.pi)

@@ -10,37 +10,41 @@ struct LockScreenTests {
     static var lockBinary: String { Artefacts.binaries + "/puff-lock" }
     static let screenshots = Artefacts.repository.appendingPathComponent("build/screenshots").path
 
-    /// An Xvfb server of its own (1280x800), stopped at the end.
+    /// An Xvfb server of its own (1280x800), killed at the end. Started without the test
+    /// runner's blocked signals (TmuxPane.spawn), so it can be stopped.
     final class XServer {
         let display: String
-        private let process: Process
+        private let number: Int
+        private let pid: pid_t
 
         init() throws {
-            var chosen: (String, Process)?
+            var chosen: (Int, pid_t)?
             for number in 60..<100 where access("/tmp/.X\(number)-lock", F_OK) != 0 {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/Xvfb")
-                process.arguments = [":\(number)", "-screen", "0", "1280x800x24", "-nolisten", "tcp"]
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                try process.run()
+                let pid = try TmuxPane.spawn("/usr/bin/Xvfb", ["Xvfb", ":\(number)", "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
                 let deadline = Date().addingTimeInterval(10)
-                while process.isRunning && Date() < deadline {
-                    if try run("/usr/bin/xdpyinfo", ["-display", ":\(number)"]).status == 0 { break }
-                    usleep(100_000)
+                var ready = false
+                while !ready && Date() < deadline && childIsRunning(pid) {
+                    ready = try run("/usr/bin/xdpyinfo", ["-display", ":\(number)"]).status == 0
+                    if !ready { usleep(100_000) }
                 }
-                if process.isRunning {
-                    chosen = (":\(number)", process)
+                if ready {
+                    chosen = (number, pid)
                     break
                 }
+                kill(pid, SIGKILL)
+                _ = try? TmuxPane.wait(pid)
             }
-            guard let chosen else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "no Xvfb"]) }
-            (display, process) = chosen
+            guard let chosen else { throw PadTestError("no Xvfb display could be started") }
+            (number, pid) = chosen
+            display = ":\(number)"
         }
 
         deinit {
-            process.terminate()
-            process.waitUntilExit()
+            kill(pid, SIGTERM)
+            _ = try? TmuxPane.wait(pid)
+            // Left behind only when it was killed harder; never another server's.
+            unlink("/tmp/.X\(number)-lock")
+            unlink("/tmp/.X11-unix/X\(number)")
         }
 
         @discardableResult
@@ -61,8 +65,9 @@ struct LockScreenTests {
 
     /// A running `puff-lock` and what it wrote on stderr.
     final class Locker {
-        let process: Process
+        let pid: pid_t
         let log: String
+        private var status: Int32?
 
         init(stage: UnprivilegedTests.Stage, user: String, server: XServer, extra: [String] = []) throws {
             log = stage.fixture.root + "/lock-\(UUID().uuidString).log"
@@ -71,20 +76,17 @@ struct LockScreenTests {
             let quoted = command.map { "'" + $0 + "'" }.joined(separator: " ")
             let script = "mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff && "
                 + "exec setpriv --reuid=\(user) --regid=\(user) --init-groups /usr/bin/env DISPLAY=\(server.display) \(quoted) 2>>'\(log)'"
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-            process.arguments = ["--mount", "--propagation", "private", "/bin/sh", "-c", script]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            pid = try TmuxPane.spawn("/usr/bin/unshare", ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script])
         }
 
         deinit {
-            if process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
+            if exitStatus(timeout: 0) == nil {
+                kill(pid, SIGKILL)
+                _ = try? TmuxPane.wait(pid)
             }
         }
+
+        var isRunning: Bool { exitStatus(timeout: 0) == nil }
 
         var text: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
 
@@ -94,7 +96,7 @@ struct LockScreenTests {
             let deadline = Date().addingTimeInterval(timeout)
             while Date() < deadline {
                 if text.components(separatedBy: needle).count - 1 >= count { return true }
-                if !process.isRunning { return text.components(separatedBy: needle).count - 1 >= count }
+                if !isRunning { return text.components(separatedBy: needle).count - 1 >= count }
                 usleep(50_000)
             }
             return false
@@ -103,8 +105,19 @@ struct LockScreenTests {
         /// The exit status, waiting at most `timeout` seconds; nil while still running.
         func exitStatus(timeout: Double) -> Int32? {
             let deadline = Date().addingTimeInterval(timeout)
-            while process.isRunning && Date() < deadline { usleep(50_000) }
-            return process.isRunning ? nil : process.terminationStatus
+            while status == nil {
+                var raw: Int32 = 0
+                let reaped = waitpid(pid, &raw, WNOHANG)
+                if reaped == pid {
+                    // Exit code, or 128 + the signal that ended it.
+                    status = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
+                } else if Date() >= deadline {
+                    return nil
+                } else {
+                    usleep(50_000)
+                }
+            }
+            return status
         }
 
         /// The last layout printed: the picture's origin and scale, and the buttons' centres.
@@ -230,11 +243,11 @@ struct LockScreenTests {
         #expect(second.text.contains("cannot grab the keyboard and the pointer: another program holds a grab; not locking"), "\(second.text)")
 
         // A window mapped over the lock screen is covered again.
-        let clock = Process()
-        clock.executableURL = URL(fileURLWithPath: "/usr/bin/xclock")
-        clock.arguments = ["-display", server.display, "-geometry", "400x400+0+0"]
-        try clock.run()
-        defer { clock.terminate(); clock.waitUntilExit() }
+        let clock = try TmuxPane.spawn("/usr/bin/xclock", ["xclock", "-display", server.display, "-geometry", "400x400+0+0"])
+        defer {
+            kill(clock, SIGKILL)
+            _ = try? TmuxPane.wait(clock)
+        }
         usleep(1_000_000)
         let tree = try run("/usr/bin/xwininfo", ["-display", server.display, "-root", "-children"])
         // xwininfo lists the children from the top of the stack down.
@@ -254,6 +267,13 @@ struct LockScreenTests {
         #expect(result.status == 77)
         #expect(result.errors.contains("refusing to run as root"))
     }
+}
+
+/// Whether a child has not exited yet (it is not reaped here).
+func childIsRunning(_ pid: pid_t) -> Bool {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = stat.range(of: ") ", options: .backwards) else { return false }
+    return !stat[close.upperBound...].hasPrefix("Z")
 }
 
 /// Runs a program to completion with extra environment variables (X clients need DISPLAY).
