@@ -63,27 +63,32 @@ helper: deps
 
 build: module cli helper
 
+# Runs a command so that it cannot change the machine: a private mount namespace with
+# copy-on-write /etc, /var/lib and /var/log, and a guard that fails when the machine's
+# accounts, /etc/shadow, /etc/pam.d, /etc/puff or /var/lib/puff changed (scripts/hermetic.sh).
+HERMETIC := bash $(CURDIR)/scripts/hermetic.sh
+
 # The whole suite: pure logic, platform (temp dirs), and integration through real libpam
-# against build/pam_puff.so and the debug puff-enroll/harness binaries.
+# against build/pam_puff.so and the debug puff-enroll/harness binaries, in the private /etc.
 test: module helper
 	$(SWIFT) build --build-tests
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_HELPER=$(CURDIR)/build/puff-check \
 		PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
-		$(SWIFT) test --skip-build --disable-xctest
+		$(HERMETIC) --label test -- $(SWIFT) test --skip-build --disable-xctest
 
 demo: build
 	bash scripts/demo.sh
 
 bench: build timing
 	$(SWIFT) build -c release --product gesture-bench
-	bash scripts/bench.sh
+	$(HERMETIC) --label bench -- bash scripts/bench.sh
 	.build/release/gesture-bench
 
 # Simultaneous attempts on one user through Puff and pam_faillock, counted side by side.
 race: module
 	$(SWIFT) build --product puff-race
 	$(SWIFT) build --product puff-enroll
-	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/race.sh
+	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label race -- bash scripts/race.sh
 
 # libFuzzer campaigns with AddressSanitizer: every target in Sources/Fuzz for FUZZ_SECONDS
 # seconds each, from the seed corpus in Fuzz/corpus; fails when one crashes.
@@ -97,7 +102,7 @@ killsweep: module
 	$(SWIFT) build --product puff-pam-harness
 	$(SWIFT) build --product puff-enroll
 	KILL_ITERATIONS=$(KILL_ITERATIONS) PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
-		bash scripts/killsweep.sh
+		$(HERMETIC) --label killsweep -- bash scripts/killsweep.sh
 
 # ENOSPC/EIO/EACCES injected into one system call at a time: never a success, nothing lost.
 # FAULT_ITERATIONS bounds the runs (empty: all of them).
@@ -106,25 +111,25 @@ faults: module
 	$(SWIFT) build --product puff-pam-harness
 	$(SWIFT) build --product puff-enroll
 	FAULT_ITERATIONS=$(FAULT_ITERATIONS) PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
-		bash scripts/faults.sh
+		$(HERMETIC) --label faults -- bash scripts/faults.sh
 
 # memcheck over pamtester and the threaded harness loading build/pam_puff.so (scripts/valgrind.sh).
 valgrind: module
 	$(SWIFT) build --product puff-enroll
 	$(SWIFT) build --product puff-pam-harness
-	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/valgrind.sh
+	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label valgrind -- bash scripts/valgrind.sh
 
 # ThreadSanitizer over the threaded harness with a TSan build of the module (scripts/tsan.sh).
 tsan: deps
 	$(SWIFT) build --product puff-enroll
-	PUFF_BIN=$$($(SWIFT) build --show-bin-path) SWIFT=$(SWIFT) bash scripts/tsan.sh
+	PUFF_BIN=$$($(SWIFT) build --show-bin-path) SWIFT=$(SWIFT) $(HERMETIC) --label tsan -- bash scripts/tsan.sh
 
 # Wrong passcode for an enrolled user, an account without a record and no account: medians,
 # prompts, rounds and fsyncs side by side (scripts/timing.sh; TIMING_SAMPLES, default 60).
 timing: module
 	$(SWIFT) build --product puff-enroll
 	$(SWIFT) build --product puff-pam-harness
-	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/timing.sh
+	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label timing -- bash scripts/timing.sh
 
 install: build
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)$(BINDIR)

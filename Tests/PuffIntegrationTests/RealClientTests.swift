@@ -85,27 +85,15 @@ struct RealClientTests {
 
         init(_ role: String) throws {
             name = "puff-rc-" + role + "-" + String(UInt32.random(in: 0x100000...0xffffff), radix: 16)
-            var result = Run(status: 1, output: "", errors: "")
-            // useradd refuses while another one holds the passwd lock: try again briefly.
-            for _ in 0..<20 {
-                result = try run("/usr/sbin/useradd", ["--system", "--no-create-home", "--home-dir", "/",
-                                                        "--shell", "/bin/sh", "--password", "*", name])
-                if result.status == 0 { break }
-                usleep(200_000)
-            }
-            guard result.status == 0, let entry = getpwnam(name) else {
-                throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "useradd \(name): \(result.errors)"])
+            try Hermetic.addAccount(name, ["--system", "--no-create-home", "--home-dir", "/", "--shell", "/bin/sh", "--password", "*"])
+            guard let entry = getpwnam(name) else {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "useradd \(name): no entry"])
             }
             uid = entry.pointee.pw_uid
             gid = entry.pointee.pw_gid
         }
 
-        deinit {
-            for _ in 0..<20 {
-                if (try? run("/usr/sbin/userdel", [name]))?.status == 0 || getpwnam(name) == nil { break }
-                usleep(200_000)
-            }
-        }
+        deinit { Hermetic.removeAccount(name) }
     }
 
     /// An sshd of its own: `<fixture>/sshd-puff-XXXX` → /usr/sbin/sshd, /etc/pam.d/sshd-puff-XXXX
