@@ -69,12 +69,16 @@ struct LockScreenTests {
         let log: String
         private var status: Int32?
 
-        init(stage: UnprivilegedTests.Stage, user: String, server: XServer, extra: [String] = []) throws {
+        /// `systemPassword`: the namespace also shows the stage's copy of /etc/shadow (for
+        /// pam_unix after Puff in the service).
+        init(stage: UnprivilegedTests.Stage, user: String, server: XServer, extra: [String] = [],
+             systemPassword: Bool = false) throws {
             log = stage.fixture.root + "/lock-\(UUID().uuidString).log"
             FileManager.default.createFile(atPath: log, contents: nil)
             let command = [stage.bin + "/puff-lock", "--pam-confdir", stage.fixture.pamDirectory, "--print-layout"] + extra
             let quoted = command.map { "'" + $0 + "'" }.joined(separator: " ")
-            let script = "mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff && "
+            let shadow = systemPassword ? "mount --bind \(stage.shadow) /etc/shadow && " : ""
+            let script = "mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff && " + shadow
                 + "exec setpriv --reuid=\(user) --regid=\(user) --init-groups /usr/bin/env DISPLAY=\(server.display) \(quoted) 2>>'\(log)'"
             pid = try TmuxPane.spawn("/usr/bin/unshare", ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script])
         }
@@ -260,6 +264,58 @@ struct LockScreenTests {
         try server.xdotool(["key", "space"])
         #expect(locker.waitFor("too many failed attempts", count: 2), "\(locker.text)")
         #expect(try stage.fixture.failures(user) == 3)
+    }
+
+    /// The shipped service (pam.d/puff-lock, with common-auth reduced to pam_unix): a user
+    /// without a Puff record gets the password prompt in the same window, and the password
+    /// unlocks; an enrolled user's wrong gesture ends the attempt without reaching pam_unix.
+    @Test func theShippedServiceAsksUsersWithoutARecordForTheirPassword() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try UnprivilegedTests.Stage()
+        try FileManager.default.copyItem(atPath: Self.lockBinary, toPath: stage.bin + "/puff-lock")
+        chmod(stage.bin + "/puff-lock", 0o755)
+        let shipped = try String(contentsOfFile: Artefacts.repository.appendingPathComponent("pam.d/puff-lock").path, encoding: .utf8)
+        let service = shipped.replacingOccurrences(of: " pam_puff.so nullok", with: " \(stage.bin)/pam_puff.so nullok nodelay helper=\(stage.helper)")
+        #expect(service != shipped)
+        try stage.fixture.write(stage.fixture.pamDirectory + "/puff-lock", service, mode: 0o644)
+        try stage.fixture.write(stage.fixture.pamDirectory + "/common-auth", "auth required pam_unix.so\n", mode: 0o644)
+        // The password exists only in the stage's shadow copy, readable by unix_chkpwd (group shadow).
+        let hash = try run("/usr/bin/openssl", ["passwd", "-6", "-stdin"], input: "Lock-pass-3141\n")
+        let shadow = try String(contentsOfFile: stage.shadow, encoding: .utf8)
+        var lines = shadow.split(separator: "\n").map(String.init).filter { !$0.hasPrefix(user + ":") }
+        lines.append("\(user):\(hash.output.trimmingCharacters(in: .whitespacesAndNewlines)):20000:0:99999:7:::")
+        try stage.fixture.write(stage.shadow, lines.joined(separator: "\n") + "\n", mode: 0o640)
+        let group = try #require(getgrnam("shadow")).pointee.gr_gid
+        chown(stage.shadow, 0, group)
+
+        let server = try XServer()
+        let locker = try Locker(stage: stage, user: user, server: server, systemPassword: true)
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        #expect(locker.text.contains("picture none"))
+        try server.xdotool(["type", "--delay", "20", "not-the-password"])
+        try server.xdotool(["key", "Return"])
+        #expect(locker.waitFor("screen ready", count: 2), "\(locker.text)")
+        usleep(300_000)
+        #expect(locker.exitStatus(timeout: 0.1) == nil)
+        try server.xdotool(["type", "--delay", "20", "Lock-pass-3141"])
+        usleep(300_000)
+        try server.screenshot("lock-password-prompt")
+        try server.xdotool(["key", "Return"])
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+        #expect(locker.text.contains("unlocked \(user)"))
+        #expect(!locker.text.contains("Lock-pass-3141") && !locker.text.contains("not-the-password"))
+
+        // Enrolled now: a wrong gesture ends the attempt in Puff; pam_unix never asks.
+        #expect(try stage.fixture.enroll(user, "604917").status == 0)
+        try GestureLoginTests().enrolled(stage.fixture, user)
+        let enrolled = try Locker(stage: stage, user: user, server: server, systemPassword: true)
+        #expect(enrolled.waitFor("screen ready"), "\(enrolled.text)")
+        try Self.draw(server, enrolled, GestureLoginTests.genuine, shift: 15)
+        try server.xdotool(["key", "Return"])
+        #expect(enrolled.waitFor("Puff: wrong gesture."), "\(enrolled.text)")
+        #expect(enrolled.waitFor("screen ready", count: 2), "\(enrolled.text)")
+        #expect(!enrolled.text.contains("picture none"), "\(enrolled.text)")
+        #expect(try stage.fixture.failures(user) == 1)
     }
 
     @Test func itRefusesToRunAsRoot() throws {
