@@ -55,8 +55,10 @@ enum LockEvent {
     case text(TypedBytes)
     /// The screen must be drawn again (exposed, or its size changed).
     case redraw
-    /// The screen configuration changed: layout again.
+    /// The screen configuration (or the drawing window's size) changed: layout again.
     case screensChanged
+    /// The window manager asked the drawing window to close.
+    case close
 }
 
 /// The X11 side of the locker: the connection, one override-redirect window per X screen, the
@@ -82,9 +84,13 @@ final class LockDisplay {
     private var pointerDevice: Int32 = -1
     private var randrEventBase: Int32 = -1
     private var pointerIsDown = false
+    /// A titled window for drawing a gesture (`--draw`) rather than the covering lock window.
+    let windowed: Bool
+    private var deleteAtom: Atom = 0
 
-    /// Connects to `$DISPLAY` and creates the covering windows (not mapped yet).
-    init() throws(LockDisplayError) {
+    /// Connects to `$DISPLAY` and creates the covering windows (not mapped yet), or, with a
+    /// `title`, one ordinary window for drawing a gesture.
+    init(title: String? = nil) throws(LockDisplayError) {
         guard let display = XOpenDisplay(nil) else {
             let name = getenv("DISPLAY").flatMap { String(validatingCString: $0) } ?? "(DISPLAY is not set)"
             throw LockDisplayError(description: "cannot open the X display \(name)")
@@ -92,17 +98,31 @@ final class LockDisplay {
         self.display = display
         screen = XDefaultScreen(display)
         root = XRootWindow(display, screen)
-        width = Int(XDisplayWidth(display, screen))
-        height = Int(XDisplayHeight(display, screen))
-        window = Self.coveringWindow(display, screen: screen)
-        for other in 0..<XScreenCount(display) where other != screen {
-            others.append(Self.coveringWindow(display, screen: other))
+        windowed = title != nil
+        if let title {
+            width = min(1100, Int(XDisplayWidth(display, screen)))
+            height = min(820, Int(XDisplayHeight(display, screen)))
+            window = XCreateSimpleWindow(display, root, 0, 0, UInt32(width), UInt32(height), 0,
+                                         XBlackPixel(display, screen), XBlackPixel(display, screen))
+            XStoreName(display, window, title)
+            XDefineCursor(display, window, XCreateFontCursor(display, UInt32(XC_crosshair)))
+            deleteAtom = XInternAtom(display, "WM_DELETE_WINDOW", 0)
+            XSetWMProtocols(display, window, &deleteAtom, 1)
+            XSelectInput(display, window, ExposureMask | KeyPressMask | StructureNotifyMask
+                         | ButtonPressMask | ButtonReleaseMask | PointerMotionMask)
+        } else {
+            width = Int(XDisplayWidth(display, screen))
+            height = Int(XDisplayHeight(display, screen))
+            window = Self.coveringWindow(display, screen: screen)
+            for other in 0..<XScreenCount(display) where other != screen {
+                others.append(Self.coveringWindow(display, screen: other))
+            }
+            XStoreName(display, window, "puff-lock")
+            XSelectInput(display, window, ExposureMask | KeyPressMask | VisibilityChangeMask | StructureNotifyMask
+                         | ButtonPressMask | ButtonReleaseMask | PointerMotionMask)
+            // Other clients mapping or restacking windows: the lock window goes back on top.
+            XSelectInput(display, root, SubstructureNotifyMask)
         }
-        XStoreName(display, window, "puff-lock")
-        XSelectInput(display, window, ExposureMask | KeyPressMask | VisibilityChangeMask | StructureNotifyMask
-                     | ButtonPressMask | ButtonReleaseMask | PointerMotionMask)
-        // Other clients mapping or restacking windows: the lock window goes back on top.
-        XSelectInput(display, root, SubstructureNotifyMask)
         var errorBase: Int32 = 0
         if XRRQueryExtension(display, &randrEventBase, &errorBase) != 0 {
             XRRSelectInput(display, root, Int32(RRScreenChangeNotifyMask))
@@ -180,6 +200,13 @@ final class LockDisplay {
         XSync(display, 0)
     }
 
+    /// Shows the drawing window (`--draw`): no grabs, the window manager decides the rest.
+    func show() {
+        XMapRaised(display, window)
+        XSetInputFocus(display, window, RevertToParent, UInt(CurrentTime))
+        XSync(display, 0)
+    }
+
     /// Whether pointer events come through XInput2.
     var usesXInput2: Bool { pointerDevice >= 0 }
 
@@ -207,7 +234,7 @@ final class LockDisplay {
     /// monitors.
     func primaryMonitor() -> LockRect {
         let whole = LockRect(x: 0, y: 0, width: Double(width), height: Double(height))
-        guard randrEventBase >= 0 else { return whole }
+        guard randrEventBase >= 0, !windowed else { return whole }
         var count: Int32 = 0
         guard let monitors = XRRGetMonitors(display, root, 1, &count), count > 0 else { return whole }
         defer { XRRFreeMonitors(monitors) }
@@ -265,17 +292,24 @@ final class LockDisplay {
             return xinput(&event.xcookie)
         case Expose where event.xexpose.count == 0 && event.xexpose.window == window:
             return .redraw
-        case VisibilityNotify where event.xvisibility.state != VisibilityUnobscured:
+        case ConfigureNotify where windowed && event.xconfigure.window == window:
+            let size = (Int(event.xconfigure.width), Int(event.xconfigure.height))
+            guard size != (width, height), size.0 > 0, size.1 > 0 else { return nil }
+            (width, height) = size
+            return .screensChanged
+        case ClientMessage where windowed && event.xclient.data.l.0 == Int(deleteAtom):
+            return .close
+        case VisibilityNotify where !windowed && event.xvisibility.state != VisibilityUnobscured:
             // Something covers the lock window (xsecurelock does the same).
             XRaiseWindow(display, event.xvisibility.window)
-        case MapNotify, ConfigureNotify:
+        case MapNotify where !windowed, ConfigureNotify where !windowed:
             let moved = event.type == MapNotify ? event.xmap.window : event.xconfigure.window
             if moved != window && !others.contains(moved) {
                 XRaiseWindow(display, window)
                 for other in others { XRaiseWindow(display, other) }
             }
         default:
-            if randrEventBase >= 0 && event.type == randrEventBase + Int32(RRScreenChangeNotify) {
+            if !windowed && randrEventBase >= 0 && event.type == randrEventBase + Int32(RRScreenChangeNotify) {
                 XRRUpdateConfiguration(&event)
                 resize()
                 return .screensChanged

@@ -10,7 +10,8 @@ struct LockScene {
         var isError: Bool
     }
 
-    var user: String
+    /// The left of the bar: `Locked: USER`, or the drawing window's title.
+    var title: String
     /// What is accepted, in words (from the prompt contract), or another module's prompt.
     var prompt: String
     var messages: [Message] = []
@@ -27,6 +28,8 @@ struct LockScene {
     var fieldLabel = ""
     /// Whether the field (rather than the picture) takes typed text now.
     var fieldActive = false
+    /// The wide submit button's label.
+    var submitLabel = "✓ Unlock"
 }
 
 /// Draws the lock screen with cairo into an off-screen pixmap, then copies it to the window
@@ -98,7 +101,7 @@ final class LockRenderer {
         cairo_set_source_rgb(cr, 0.16, 0.17, 0.21)
         cairo_rectangle(cr, bar.x, bar.y, bar.width, bar.height)
         cairo_fill(cr)
-        text(cr, "Locked: \(scene.user)", x: bar.x + 20, y: bar.midY, size: 18, bold: true, color: (1, 1, 1))
+        text(cr, scene.title, x: bar.x + 20, y: bar.midY, size: 18, bold: true, color: (1, 1, 1))
         text(cr, scene.prompt, x: bar.maxX - 20, y: bar.midY, size: 17, color: (0.85, 0.88, 0.95), align: 1)
     }
 
@@ -251,7 +254,7 @@ final class LockRenderer {
         }
         cairo_fill(cr)
         // Keypad-sized buttons show the symbol only.
-        let label = rect.width < 120 && button == .submit ? "✓" : button.label
+        let label = button == .submit ? (rect.width < 120 ? "✓" : scene.submitLabel) : button.label
         let size = label.count == 1 ? 26.0 : 19.0
         cairo_new_path(cr)
         text(cr, label, x: rect.midX, y: rect.midY, size: size, bold: true, color: (1, 1, 1), align: 0.5)

@@ -15,6 +15,11 @@ final class LockSession {
     let user: String
     let picture: LockPicture?
     let printLayout: Bool
+    /// The bar's title.
+    let title: String
+    /// `--draw`: Esc on an empty picture, or closing the window, cancels.
+    private let cancellable: Bool
+    private(set) var cancelled = false
     private let renderer: LockRenderer
     private let strokes = StrokeBuffer()
     private var field = SecretBuffer(capacity: 512)
@@ -24,9 +29,12 @@ final class LockSession {
     private(set) var answeredPrompt = false
     private(set) var messagesThisAttempt = 0
 
-    init(display: LockDisplay, user: String, picture: LockPicture?, printLayout: Bool) {
+    init(display: LockDisplay, user: String, picture: LockPicture?, printLayout: Bool,
+         title: String? = nil) {
         self.display = display
         self.user = user
+        self.title = title ?? "Locked: \(user)"
+        cancellable = title != nil
         self.picture = picture
         self.printLayout = printLayout
         renderer = LockRenderer(display: display)
@@ -63,7 +71,7 @@ final class LockSession {
             panel = type == nil || type == .alphanumeric ? .text : .digits
             bar = gesture ? "Draw your gesture or type your passcode\(words(type))" : "Type your passcode\(words(type))"
         case .gestureOnly:
-            bar = "Draw your gesture"
+            bar = cancellable ? "Draw your gesture: Enter when done, Esc to cancel" : "Draw your gesture"
         case .foreign(let text):
             panel = .text
             bar = String(text.reversed().drop { $0 == " " || $0 == ":" }.reversed())
@@ -139,7 +147,7 @@ final class LockSession {
     /// that asked nothing (a locked account, an unavailable service), the next one starts only
     /// when the user asks for it, so PAM is never called in a loop.
     func acknowledge() {
-        var scene = LockScene(user: user, prompt: "Locked", messages: messages)
+        var scene = LockScene(title: title, prompt: "Locked", messages: messages)
         scene.hint = "Press a key or click to try again."
         func layout() -> LockLayout {
             LockLayout(monitor: display.primaryMonitor(), pictureSize: nil, panel: .none, gesture: false)
@@ -158,7 +166,7 @@ final class LockSession {
                 typed.wipe()
                 messages.removeAll()
                 return
-            case .pointerMove, .pointerUp:
+            case .pointerMove, .pointerUp, .close:
                 continue
             }
         }
@@ -213,8 +221,9 @@ final class LockSession {
         }
         let maximum = request.passcodeType?.lengthRange.upperBound ?? field.capacity
         func scene() -> LockScene {
-            var scene = LockScene(user: user, prompt: request.barText, messages: messages)
+            var scene = LockScene(title: title, prompt: request.barText, messages: messages)
             scene.panel = request.panel
+            if cancellable { scene.submitLabel = "✓ Done" }
             scene.fieldLength = fieldLength
             scene.fieldCount = characterCount()
             scene.fieldLabel = request.fieldLabel
@@ -291,8 +300,18 @@ final class LockSession {
             case .backspace:
                 if field.count > 0 { removeLastCharacter() } else { strokes.removeLast() }
             case .escape:
+                if cancellable && field.count == 0 && strokes.isEmpty {
+                    cancelled = true
+                    return nil
+                }
                 field.removeAll()
                 strokes.removeAll()
+            case .close:
+                if cancellable {
+                    strokes.removeAll()
+                    cancelled = true
+                    return nil
+                }
             case .text(var typed):
                 for index in 0..<typed.count where submitted == nil {
                     submitted = type(typed[index])
@@ -302,13 +321,18 @@ final class LockSession {
             if let submitted {
                 messages.removeAll()
                 var checking = scene()
-                checking.hint = "Checking…"
+                checking.hint = cancellable ? "" : "Checking…"
                 renderer.draw(checking, layout: layout, picture: picture, strokes: strokes)
                 XSync(display.display, 0)
                 return submitted
             }
             if !display.hasQueuedEvents { redraw() }
         }
+    }
+
+    /// `--draw`: one gesture drawn on the picture, in the wire format; nil when cancelled.
+    func drawGesture() -> SecretBuffer? {
+        answer("Puff gesture: ", echo: false)
     }
 
     /// Characters in the field (UTF-8 lead bytes), for the dots.

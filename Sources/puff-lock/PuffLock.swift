@@ -12,6 +12,8 @@ enum LockExit {
     static let cannotLock: Int32 = 69
     /// Run as root.
     static let refused: Int32 = 77
+    /// `--draw`: cancelled.
+    static let cancelled: Int32 = 2
 }
 
 /// `puff-lock`: the X11 screen locker for Puff's picture password and passcode.
@@ -27,7 +29,10 @@ struct PuffLock: ParsableCommand {
         Backspace or ↶ removes the last part, Esc clears; typing switches to the passcode. \
         Prompts of other modules in the PAM service are answered in the same window. Run it as \
         the user whose session it locks (never as root): `xss-lock -- puff-lock`. \
-        Exit status: 0 unlocked, 69 could not lock, 77 run as root.
+        Exit status: 0 unlocked, 69 could not lock, 77 run as root. \
+        With --draw --picture FILE it locks nothing: it opens an ordinary window on the picture \
+        and prints the gesture drawn there in the wire format on stdout (exit 0; 2 when \
+        cancelled with Esc or by closing the window), for `puff-enroll gesture --stdin`.
         """
     )
 
@@ -46,14 +51,25 @@ struct PuffLock: ParsableCommand {
     @Option(name: .customLong("grab-timeout"), help: "Seconds to keep trying when another program holds a grab.")
     var grabTimeout = 2.0
 
+    @Flag(help: "Lock nothing: draw one gesture on --picture in a window and print it in the wire format.")
+    var draw = false
+
+    @Option(help: "The picture to draw on (with --draw).")
+    var picture: String?
+
+    @Option(help: "The drawing window's title (with --draw).")
+    var title = "puff-lock: draw your gesture"
+
     @Flag(name: .customLong("print-layout"), help: "Print where the picture and the buttons are on stderr (for scripts and tests).")
     var printLayout = false
 
     func validate() throws {
         guard grabTimeout >= 0, grabTimeout <= 60 else { throw ValidationError("--grab-timeout must be 0 to 60 seconds") }
+        guard draw == (picture != nil) else { throw ValidationError("--draw and --picture go together") }
     }
 
     func run() throws {
+        if draw { return try drawGesture() }
         // A screen locker never runs as root: the module would then read the store itself,
         // and a root process drawing on an X server the user controls is a needless risk.
         guard getuid() != 0, geteuid() != 0 else {
@@ -130,6 +146,52 @@ struct PuffLock: ParsableCommand {
         _ = pam_setcred(handle, Int32(PAM_REFRESH_CRED))
         pam_end(handle, PAM_SUCCESS)
         Report.warn("unlocked \(name)")
+    }
+
+    /// `--draw`: one gesture on the picture, printed on stdout. It runs no PAM and reads only
+    /// the picture, so root may run it too (puff-enroll for another user).
+    private func drawGesture() throws {
+        guard puff_forbid_dumps() == 0 else {
+            Report.warn("cannot disable core dumps")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        let display: LockDisplay
+        let loaded: LockPicture
+        do {
+            display = try LockDisplay(title: title)
+            loaded = try LockPicture(path: picture ?? "")
+        } catch {
+            Report.warn("\(error)")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        let session = LockSession(display: display, user: Self.callingUser() ?? "", picture: loaded,
+                                  printLayout: printLayout, title: title)
+        display.show()
+        guard let secret = session.drawGesture() else {
+            Report.warn("cancelled")
+            throw ExitCode(LockExit.cancelled)
+        }
+        let written = secret.withUnsafeBytes { bytes -> Bool in
+            var line = [UInt8](repeating: 0, count: bytes.count + 1)
+            defer { line.withUnsafeMutableBytes { wipeBytes($0) } }
+            for index in 0..<bytes.count { line[index] = bytes[index] }
+            line[bytes.count] = UInt8(ascii: "\n")
+            var offset = 0
+            while offset < line.count {
+                let wrote = line.withUnsafeBytes { raw -> Int in
+                    guard let base = raw.baseAddress else { return 0 }
+                    return write(1, base + offset, raw.count - offset)
+                }
+                if wrote < 0 && errno == EINTR { continue }
+                if wrote <= 0 { return false }
+                offset += wrote
+            }
+            return true
+        }
+        guard written else {
+            Report.warn("cannot write the gesture on stdout")
+            throw ExitCode(1)
+        }
     }
 
     static func callingUser() -> String? {

@@ -124,8 +124,13 @@ struct LockScreenTests {
             return status
         }
 
-        /// The last layout printed: the picture's origin and scale, and the buttons' centres.
         func layout() throws -> (x: Double, y: Double, scale: Double, buttons: [String: (Int, Int)]) {
+            try LockScreenTests.layout(in: text)
+        }
+    }
+
+    /// The last layout `--print-layout` wrote: the picture's origin and scale, and the buttons' centres.
+    static func layout(in text: String) throws -> (x: Double, y: Double, scale: Double, buttons: [String: (Int, Int)]) {
             var picture: (Double, Double, Double)?
             var buttons: [String: (Int, Int)] = [:]
             for line in text.split(separator: "\n") {
@@ -140,7 +145,6 @@ struct LockScreenTests {
             }
             let found = try #require(picture, "no layout in: \(text)")
             return (found.0, found.1, found.2, buttons)
-        }
     }
 
     /// A store with the user's 6-digit passcode and gesture, and a `puff-lock` service that
@@ -161,7 +165,11 @@ struct LockScreenTests {
     /// the picture points), releases.
     static func draw(_ server: XServer, _ locker: Locker, _ parts: [GestureLoginTests.Part],
                      shift: Double = 0) throws {
-        let layout = try locker.layout()
+        try draw(server, layoutText: locker.text, parts, shift: shift)
+    }
+
+    static func draw(_ server: XServer, layoutText: String, _ parts: [GestureLoginTests.Part], shift: Double = 0) throws {
+        let layout = try Self.layout(in: layoutText)
         for part in parts {
             var arguments: [String] = []
             for (index, point) in part.points.enumerated() {
@@ -316,6 +324,53 @@ struct LockScreenTests {
         #expect(enrolled.waitFor("screen ready", count: 2), "\(enrolled.text)")
         #expect(!enrolled.text.contains("picture none"), "\(enrolled.text)")
         #expect(try stage.fixture.failures(user) == 1)
+    }
+
+    /// `--draw`: the gesture drawn in a window comes out in the wire format, in picture
+    /// pixels; enrolled from it, the test's own wire text of the same gesture logs in.
+    @Test func aGestureDrawnInTheWindowEnrollsAndVerifies() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let fixture = try Fixture(moduleArguments: "deny=100")
+        let server = try XServer()
+        let output = fixture.root + "/drawn.txt", log = fixture.root + "/draw.log"
+        func start() throws -> pid_t {
+            try TmuxPane.spawn("/bin/sh", ["sh", "-c", "exec /usr/bin/env DISPLAY=\(server.display) '\(Self.lockBinary)' --draw "
+                                            + "--picture '\(GestureLoginTests.picture)' --print-layout > '\(output)' 2> '\(log)'"])
+        }
+        func waitForLayout() -> String {
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline {
+                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                if text.contains("screen ready") { return text }
+                usleep(50_000)
+            }
+            return ""
+        }
+        let drawing = try start()
+        let layoutText = waitForLayout()
+        try Self.draw(server, layoutText: layoutText, GestureLoginTests.genuine)
+        usleep(300_000)
+        try server.screenshot("draw-window")
+        try server.xdotool(["key", "Return"])
+        #expect(try TmuxPane.wait(drawing) == 0)
+        let drawn = try String(contentsOfFile: output, encoding: .utf8).trimmingCharacters(in: .newlines)
+        #expect(drawn.hasPrefix("puff-gesture:1:400x300:p "), "\(drawn)")
+        #expect(drawn.split(separator: ";").count == 3, "\(drawn)")
+        // The first point is the stroke's start, (40, 260), within half a screen pixel.
+        let first = drawn.dropFirst("puff-gesture:1:400x300:p ".count).prefix { $0 != " " }.split(separator: ",").compactMap { Double($0) }
+        let scale = try Self.layout(in: layoutText).scale
+        #expect(first.count == 2 && abs(first[0] - 40) <= 0.5 / scale + 0.001 && abs(first[1] - 260) <= 0.5 / scale + 0.001, "\(first)")
+
+        try GestureLoginTests().enrolled(fixture, user, gesture: drawn)
+        let login = try fixture.authenticate(user, replies: [GestureLoginTests.wire(GestureLoginTests.genuine)])
+        #expect(login.status == PAMCode.success, "\(login.output)")
+
+        // Esc on an empty picture cancels: exit 2, nothing on stdout.
+        let cancelled = try start()
+        _ = waitForLayout()
+        try server.xdotool(["key", "Escape"])
+        #expect(try TmuxPane.wait(cancelled) == 2)
+        #expect(try String(contentsOfFile: output, encoding: .utf8).isEmpty)
     }
 
     @Test func itRefusesToRunAsRoot() throws {
