@@ -88,10 +88,12 @@ struct LockLayout {
             pictureWidth = size.width
             pictureHeight = size.height
             let toolbarY = bottom + (Self.toolbarHeight - Self.keySize.height) / 2
-            let toolWidth = 150.0
             let tools: [LockButton] = [.undo, .clear, .submit]
-            let totalWidth = Double(tools.count) * toolWidth + Double(tools.count - 1) * Self.keyGap
-            var x = (stage.midX - totalWidth / 2).rounded(.down)
+            let gaps = Double(tools.count - 1) * Self.keyGap
+            // As wide as the stage allows (a narrow monitor beside the panel), 150 at most.
+            let toolWidth = min(150, max(60, ((stage.width - gaps) / Double(tools.count)).rounded(.down)))
+            let totalWidth = Double(tools.count) * toolWidth + gaps
+            var x = max(monitor.x, (stage.midX - totalWidth / 2).rounded(.down))
             for tool in tools {
                 buttons.append((tool, LockRect(x: x, y: toolbarY, width: toolWidth, height: Self.keySize.height)))
                 x += toolWidth + Self.keyGap

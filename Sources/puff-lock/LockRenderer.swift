@@ -30,6 +30,8 @@ struct LockScene {
     var fieldActive = false
     /// The wide submit button's label.
     var submitLabel = "✓ Unlock"
+    /// Nothing to answer (a locked account): the messages go large in the middle.
+    var centred = false
 }
 
 /// Draws the lock screen with cairo into an off-screen pixmap, then copies it to the window
@@ -102,10 +104,27 @@ final class LockRenderer {
         cairo_rectangle(cr, bar.x, bar.y, bar.width, bar.height)
         cairo_fill(cr)
         text(cr, scene.title, x: bar.x + 20, y: bar.midY, size: 18, bold: true, color: (1, 1, 1))
-        text(cr, scene.prompt, x: bar.maxX - 20, y: bar.midY, size: 17, color: (0.85, 0.88, 0.95), align: 1)
+        // The prompt shrinks (then is cut short) to fit beside the title on narrow monitors.
+        let room = bar.width - textWidth(cr, scene.title, size: 18, bold: true) - 60
+        var size = 17.0
+        while size > 11 && textWidth(cr, scene.prompt, size: size) > room { size -= 1 }
+        var prompt = scene.prompt
+        while prompt.count > 1 && textWidth(cr, prompt + "…", size: size) > room { prompt.removeLast() }
+        if prompt != scene.prompt { prompt += "…" }
+        text(cr, prompt, x: bar.maxX - 20, y: bar.midY, size: size, color: (0.85, 0.88, 0.95), align: 1)
     }
 
     private func drawMessages(_ cr: OpaquePointer, _ scene: LockScene, _ layout: LockLayout) {
+        if scene.centred {
+            var y = layout.monitor.midY - 20 * Double(scene.messages.count)
+            for message in scene.messages {
+                let color = message.isError ? (1.0, 0.42, 0.38) : (1.0, 0.80, 0.35)
+                text(cr, message.text, x: layout.monitor.midX, y: y, size: 26, bold: true, color: color, align: 0.5)
+                y += 44
+            }
+            text(cr, scene.hint, x: layout.monitor.midX, y: y + 16, size: 18, color: (0.75, 0.78, 0.85), align: 0.5)
+            return
+        }
         let line = layout.message
         var pieces: [(String, (Double, Double, Double))] = scene.messages.map {
             ($0.text, $0.isError ? (1.0, 0.42, 0.38) : (1.0, 0.80, 0.35))
@@ -254,7 +273,8 @@ final class LockRenderer {
         }
         cairo_fill(cr)
         // Keypad-sized buttons show the symbol only.
-        let label = button == .submit ? (rect.width < 120 ? "✓" : scene.submitLabel) : button.label
+        var label = button == .submit ? (rect.width < 120 ? "✓" : scene.submitLabel) : button.label
+        if rect.width < 120, let symbol = label.split(separator: " ").first { label = String(symbol) }
         let size = label.count == 1 ? 26.0 : 19.0
         cairo_new_path(cr)
         text(cr, label, x: rect.midX, y: rect.midY, size: size, bold: true, color: (1, 1, 1), align: 0.5)

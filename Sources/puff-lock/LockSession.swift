@@ -149,6 +149,7 @@ final class LockSession {
     func acknowledge() {
         var scene = LockScene(title: title, prompt: "Locked", messages: messages)
         scene.hint = "Press a key or click to try again."
+        scene.centred = true
         func layout() -> LockLayout {
             LockLayout(monitor: display.primaryMonitor(), pictureSize: nil, panel: .none, gesture: false)
         }

@@ -17,10 +17,11 @@ struct LockScreenTests {
         private let number: Int
         private let pid: pid_t
 
-        init() throws {
+        /// `extra`: more Xvfb arguments (more screens, -noreset).
+        init(extra: [String] = []) throws {
             var chosen: (Int, pid_t)?
             for number in 60..<100 where access("/tmp/.X\(number)-lock", F_OK) != 0 {
-                let pid = try TmuxPane.spawn("/usr/bin/Xvfb", ["Xvfb", ":\(number)", "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
+                let pid = try TmuxPane.spawn("/usr/bin/Xvfb", ["Xvfb", ":\(number)", "-screen", "0", "1280x800x24", "-nolisten", "tcp"] + extra)
                 let deadline = Date().addingTimeInterval(10)
                 var ready = false
                 while !ready && Date() < deadline && childIsRunning(pid) {
@@ -371,6 +372,33 @@ struct LockScreenTests {
         try server.xdotool(["key", "Escape"])
         #expect(try TmuxPane.wait(cancelled) == 2)
         #expect(try String(contentsOfFile: output, encoding: .utf8).isEmpty)
+    }
+
+    /// Two X screens, and two monitors on the first with the right one primary: the picture
+    /// and the keypad are on the primary monitor, and the second X screen is covered too.
+    @Test func thePictureIsOnThePrimaryMonitorAndEveryScreenIsCovered() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try Self.stage(user)
+        // -noreset: the monitors set below outlive the xrandr clients that set them.
+        let server = try XServer(extra: ["-screen", "1", "800x600x24", "-noreset"])
+        for monitor in ["left 640/170x800/212+0+0", "*right 640/170x800/212+640+0"] {
+            let set = try run("/usr/bin/xrandr", ["-display", server.display, "--setmonitor"] + monitor.split(separator: " ").map(String.init) + ["none"])
+            #expect(set.status == 0, "\(set.errors)")
+        }
+        let locker = try Locker(stage: stage, user: user, server: server)
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        let layout = try locker.layout()
+        #expect(layout.x >= 640 && layout.x + 400 * layout.scale <= 1280, "\(layout)")
+        for (name, (x, _)) in layout.buttons { #expect(x >= 640 && x < 1280, "\(name) at \(x)") }
+        try server.screenshot("lock-primary-monitor")
+        // The second X screen: one child of its root, covering it.
+        let tree = try run("/usr/bin/xwininfo", ["-display", server.display + ".1", "-root", "-children"])
+        let children = tree.lines.filter { $0.hasPrefix("     0x") }
+        #expect(children.count == 1 && children.first?.contains("800x600+0+0") == true, "\(tree.output)")
+        // Still drawable and unlockable there.
+        try Self.draw(server, locker, GestureLoginTests.genuine)
+        try server.xdotool(["key", "Return"])
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
     }
 
     @Test func itRefusesToRunAsRoot() throws {
