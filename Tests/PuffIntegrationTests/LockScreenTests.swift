@@ -401,6 +401,44 @@ struct LockScreenTests {
         #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
     }
 
+    /// An ordinary window (xev) that gets keys and clicks before the lock gets none while the
+    /// screen is locked, and gets them again after the unlock.
+    @Test func keysAndClicksDoNotReachTheSessionWhileLocked() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try Self.stage(user)
+        let server = try XServer(extra: ["-noreset"])
+        let events = stage.fixture.root + "/xev.txt"
+        let xev = try TmuxPane.spawn("/bin/sh", ["sh", "-c", "exec /usr/bin/xev -display \(server.display) -geometry 200x200+1000+560 > '\(events)'"])
+        defer {
+            kill(xev, SIGKILL)
+            _ = try? TmuxPane.wait(xev)
+        }
+        func count(_ event: String) -> Int {
+            ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").components(separatedBy: event + " event").count - 1
+        }
+        usleep(800_000)
+        // The control: before the lock, the session's window receives both.
+        try server.xdotool(["mousemove", "1100", "650", "key", "a", "click", "1"])
+        usleep(400_000)
+        #expect(count("KeyPress") == 1 && count("ButtonPress") == 1, "xev saw nothing before the lock")
+
+        let locker = try Locker(stage: stage, user: user, server: server)
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        try server.xdotool(["mousemove", "1100", "650", "key", "b", "key", "c", "click", "1", "click", "3", "key", "Escape"])
+        usleep(400_000)
+        #expect(count("KeyPress") == 1 && count("ButtonPress") == 1, "input reached the session while locked")
+
+        let buttons = try locker.layout().buttons
+        for digit in "604917" {
+            let (x, y) = try #require(buttons["digit\(digit)"])
+            try server.xdotool(["mousemove", String(x), String(y), "click", "1"])
+        }
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+        try server.xdotool(["mousemove", "1100", "650", "key", "d"])
+        usleep(400_000)
+        #expect(count("KeyPress") == 2, "the session's window gets keys again after the unlock")
+    }
+
     @Test func itRefusesToRunAsRoot() throws {
         let result = try run(Self.lockBinary, ["--pam-confdir", "/nonexistent"], environment: ["DISPLAY": ":0"])
         #expect(result.status == 77)
