@@ -115,7 +115,9 @@ final class LockDisplay {
             height = Int(XDisplayHeight(display, screen))
             window = Self.coveringWindow(display, screen: screen)
             for other in 0..<XScreenCount(display) where other != screen {
-                others.append(Self.coveringWindow(display, screen: other))
+                let covering = Self.coveringWindow(display, screen: other)
+                XSelectInput(display, covering, StructureNotifyMask)
+                others.append(covering)
             }
             XStoreName(display, window, "puff-lock")
             XSelectInput(display, window, ExposureMask | KeyPressMask | VisibilityChangeMask | StructureNotifyMask
@@ -299,6 +301,10 @@ final class LockDisplay {
             return .screensChanged
         case ClientMessage where windowed && event.xclient.data.l.0 == Int(deleteAtom):
             return .close
+        case UnmapNotify where !windowed && (event.xunmap.window == window || others.contains(event.xunmap.window)):
+            // Any client may unmap an override-redirect window by its id: it is mapped again.
+            XMapRaised(display, event.xunmap.window)
+            return .redraw
         case VisibilityNotify where !windowed && event.xvisibility.state != VisibilityUnobscured:
             // Something covers the lock window (xsecurelock does the same).
             XRaiseWindow(display, event.xvisibility.window)

@@ -138,6 +138,7 @@ final class LockSession {
 
     /// Adds a message of the locker's own (PAM errors).
     func note(_ text: String) {
+        guard messages.last?.text != text else { return }
         messages.append(.init(text: text, isError: true))
     }
 
@@ -290,7 +291,9 @@ final class LockSession {
                 } else if request.gesture && layout.isOnPicture(x, y) {
                     // Drawing switches to the gesture: the passcode is wiped.
                     field.removeAll()
-                    _ = strokes.begin(layout.picturePoint(x, y), screenX: x, screenY: y)
+                    if !strokes.begin(layout.picturePoint(x, y), screenX: x, screenY: y) {
+                        note("A gesture has at most \(GestureLimits.maximumParts) parts.")
+                    }
                 }
             case .pointerMove(let x, let y):
                 if strokes.isDrawing { strokes.extend(layout.picturePoint(x, y), screenX: x, screenY: y) }

@@ -21,7 +21,10 @@ struct LockScreenTests {
         init(extra: [String] = []) throws {
             var chosen: (Int, pid_t)?
             for number in 60..<100 where access("/tmp/.X\(number)-lock", F_OK) != 0 {
-                let pid = try TmuxPane.spawn("/usr/bin/Xvfb", ["Xvfb", ":\(number)", "-screen", "0", "1280x800x24", "-nolisten", "tcp"] + extra)
+                let pid = try TmuxPane.spawn("/usr/bin/Xvfb", ["Xvfb", ":\(number)", "-screen", "0", "1280x800x24", "-nolisten", "tcp",
+                                                                  // No key repeat: on a loaded machine xdotool's key
+                                                                  // release can come late enough to repeat a key.
+                                                                  "-ardelay", "60000"] + extra)
                 let deadline = Date().addingTimeInterval(10)
                 var ready = false
                 while !ready && Date() < deadline && childIsRunning(pid) {
@@ -268,6 +271,13 @@ struct LockScreenTests {
         #expect(children.first?.contains("\"puff-lock\"") == true, "\(tree.output)")
         #expect(children.contains { $0.contains("xclock") }, "\(tree.output)")
         try server.screenshot("lock-after-xclock")
+        // Unmapped by another client (any client may, by id): mapped again at once.
+        let found = try server.xdotool(["search", "--name", "^puff-lock$"])
+        let id = try #require(found.lines.first, "\(found.output)")
+        try server.xdotool(["windowunmap", id])
+        usleep(500_000)
+        let state = try run("/usr/bin/xwininfo", ["-display", server.display, "-id", id])
+        #expect(state.output.contains("Map State: IsViewable"), "\(state.output)")
 
         // A key press tries again: still locked, one more message, not counted.
         try server.xdotool(["key", "space"])
@@ -327,6 +337,19 @@ struct LockScreenTests {
         #expect(try stage.fixture.failures(user) == 1)
     }
 
+    /// A child's exit status within `timeout` seconds; killed (nil) when it is still running.
+    static func exitStatus(_ pid: pid_t, timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        var raw: Int32 = 0
+        while Date() < deadline {
+            if waitpid(pid, &raw, WNOHANG) == pid { return raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F) }
+            usleep(50_000)
+        }
+        kill(pid, SIGKILL)
+        _ = try? TmuxPane.wait(pid)
+        return nil
+    }
+
     /// `--draw`: the gesture drawn in a window comes out in the wire format, in picture
     /// pixels; enrolled from it, the test's own wire text of the same gesture logs in.
     @Test func aGestureDrawnInTheWindowEnrollsAndVerifies() throws {
@@ -335,7 +358,9 @@ struct LockScreenTests {
         let server = try XServer()
         let output = fixture.root + "/drawn.txt", log = fixture.root + "/draw.log"
         func start() throws -> pid_t {
-            try TmuxPane.spawn("/bin/sh", ["sh", "-c", "exec /usr/bin/env DISPLAY=\(server.display) '\(Self.lockBinary)' --draw "
+            // The previous run's log must not be read as this one's.
+            unlink(log)
+            return try TmuxPane.spawn("/bin/sh", ["sh", "-c", "exec /usr/bin/env DISPLAY=\(server.display) '\(Self.lockBinary)' --draw "
                                             + "--picture '\(GestureLoginTests.picture)' --print-layout > '\(output)' 2> '\(log)'"])
         }
         func waitForLayout() -> String {
@@ -353,7 +378,7 @@ struct LockScreenTests {
         usleep(300_000)
         try server.screenshot("draw-window")
         try server.xdotool(["key", "Return"])
-        #expect(try TmuxPane.wait(drawing) == 0)
+        #expect(Self.exitStatus(drawing, timeout: 20) == 0)
         let drawn = try String(contentsOfFile: output, encoding: .utf8).trimmingCharacters(in: .newlines)
         #expect(drawn.hasPrefix("puff-gesture:1:400x300:p "), "\(drawn)")
         #expect(drawn.split(separator: ";").count == 3, "\(drawn)")
@@ -368,9 +393,9 @@ struct LockScreenTests {
 
         // Esc on an empty picture cancels: exit 2, nothing on stdout.
         let cancelled = try start()
-        _ = waitForLayout()
+        #expect(waitForLayout().contains("screen ready"))
         try server.xdotool(["key", "Escape"])
-        #expect(try TmuxPane.wait(cancelled) == 2)
+        #expect(Self.exitStatus(cancelled, timeout: 20) == 2)
         #expect(try String(contentsOfFile: output, encoding: .utf8).isEmpty)
     }
 
