@@ -141,10 +141,18 @@ enum Hermetic {
         }
     }
 
+    /// Held for writing while `useradd`/`userdel` rewrite the suite's /etc/passwd and
+    /// /etc/shadow, for reading while a test's namespace has a file bind-mounted over one of
+    /// them: those tools replace the files by rename, and a rename in the suite's /etc detaches
+    /// a bind mount made on the old file in a child namespace (UnprivilegedTests caught it).
+    static let systemFiles = ReadWriteLock()
+
     /// Runs `useradd` with `arguments` (retried briefly: useradd refuses while another holds
     /// the passwd lock) inside the private /etc.
     static func addAccount(_ name: String, _ arguments: [String]) throws {
         try requirePrivateEtc()
+        systemFiles.lockForWriting()
+        defer { systemFiles.unlock() }
         var result = Run(status: 1, output: "", errors: "")
         for _ in 0..<20 {
             result = try run("/usr/sbin/useradd", arguments + [name])
@@ -157,11 +165,22 @@ enum Hermetic {
     /// Removes an account the suite added (the private /etc vanishes with the run anyway; a
     /// test that is done with an account says so).
     static func removeAccount(_ name: String) {
+        systemFiles.lockForWriting()
+        defer { systemFiles.unlock() }
         for _ in 0..<20 {
             if (try? run("/usr/sbin/userdel", [name]))?.status == 0 || getpwnam(name) == nil { return }
             usleep(200_000)
         }
     }
+}
+
+/// A pthread reader-writer lock shared by the tests of one run.
+final class ReadWriteLock: @unchecked Sendable {
+    private let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+    init() { pthread_rwlock_init(lock, nil) }
+    func lockForReading() { pthread_rwlock_rdlock(lock) }
+    func lockForWriting() { pthread_rwlock_wrlock(lock) }
+    func unlock() { pthread_rwlock_unlock(lock) }
 }
 
 /// Ordinary accounts for the tests, made in the suite's private /etc on first use and shared

@@ -56,7 +56,13 @@ struct UnprivilegedTests {
         }
 
         private func copy(_ from: String, to: String, mode: Int) throws {
-            try FileManager.default.copyItem(atPath: from, toPath: to)
+            // Copied by cp(1), not in this process: a descriptor open for writing here would be
+            // inherited by a concurrent test's fork, and executing the copy then fails with
+            // ETXTBSY ("Text file busy").
+            let copied = try run("/bin/cp", [from, to])
+            guard copied.status == 0 else {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cp \(from): \(copied.errors)"])
+            }
             chown(to, 0, 0)
             chmod(to, mode_t(mode))
         }
@@ -77,6 +83,8 @@ struct UnprivilegedTests {
                   || { echo "the stage's shadow, pam.d or store is not what the namespace shows" >&2; exit 99; }
                 exec setpriv --reuid=\(user) --regid=\(user) --init-groups \(quoted)
                 """
+            Hermetic.systemFiles.lockForReading()
+            defer { Hermetic.systemFiles.unlock() }
             let result = try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script], input: input)
             guard result.status != 98 && result.status != 99 else {
                 throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "private mounts: \(result.errors)"])
@@ -293,7 +301,8 @@ struct UnprivilegedTests {
         #expect(other.status == 77)
         let store = try selfEnroll(stage, dave, ["passcode", "--dir", "/tmp"], input: "Sys-pass-4821\n135790\n")
         #expect(store.status == 77)
-        for command in [["reset", "--user", dave], ["lock", "--user", dave], ["remove"], ["show-gesture", "--user", dave, "--output", "/tmp/x.svg"]] {
+        for command in [["reset", "--user", dave], ["lock", "--user", dave], ["remove", "--user", alice],
+                        ["show-gesture", "--user", dave, "--output", "/tmp/x.svg"]] {
             #expect(try stage.runAs(dave, [stage.enroll] + command).status == 77, "\(command)")
         }
         // A request straight to the helper names no user: it always acts on the caller.
