@@ -38,7 +38,8 @@ VERSION     := $(shell cat $(CURDIR)/VERSION)
 BUILD_DEFINES := -Xcc -DPUFF_VERSION='"$(VERSION)"' -Xcc -DPUFF_SBINDIR='"$(BINDIR)"'
 DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
 	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl scdoc libaudit-dev \
-	slapd ldap-utils libldap2-dev
+	slapd ldap-utils libldap2-dev \
+	libx11-dev libxi-dev libxrandr-dev libcairo2-dev fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils x11-xserver-utils
 # What `make deb` and `make deb-test` need besides DEBIAN_DEPS.
 DEB_DEPS    := debhelper fakeroot dpkg-dev lintian man-db
 ARCH        := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
@@ -49,7 +50,7 @@ HARDEN_LINK := -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps module cli helper man completions test demo bench race fuzz killsweep faults valgrind timing tsan \
+.PHONY: all build deps module cli helper locker man completions test demo bench race fuzz killsweep faults valgrind timing tsan \
 	install install-files install-packages uninstall deb deb-test clean
 
 all: build
@@ -147,6 +148,12 @@ helper: deps build/puff-check
 
 build: module cli helper
 
+# The X11 screen locker (not in the Debian package yet: it has no man page).
+locker: deps
+	$(SWIFT) build $(CLI_FLAGS) --product puff-lock
+	mkdir -p build
+	install -m 0755 .build-cli/release/puff-lock build/puff-lock
+
 # Man pages from docs/man/*.scd (scdoc).
 MANPAGES := pam_puff.8 puff.conf.5 puff-enroll.8 puff-check.8 puff-pad.1
 man: deps
@@ -234,7 +241,9 @@ timing: module
 	$(SWIFT) build --product puff-pam-harness
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label timing -- bash scripts/timing.sh
 
-install: build man completions install-files
+install: build locker man completions install-files
+	install -m 0755 build/puff-lock $(DESTDIR)$(USERBINDIR)/puff-lock
+	install -m 0644 pam.d/puff-lock $(DESTDIR)/etc/pam.d/puff-lock
 	install -d -m 0755 $(DESTDIR)/etc/puff
 	install -d -m 0700 $(DESTDIR)/var/lib/puff
 
@@ -274,7 +283,8 @@ install-files:
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_puff.so $(DESTDIR)$(BINDIR)/puff-enroll $(DESTDIR)$(BINDIR)/puff-check \
 		$(DESTDIR)$(USERBINDIR)/puff-pad $(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-pad \
-		$(DESTDIR)$(SHAREDIR)/pam-configs/puff $(DESTDIR)$(SHAREDIR)/pam-configs/puff-authsucc
+		$(DESTDIR)$(SHAREDIR)/pam-configs/puff $(DESTDIR)$(SHAREDIR)/pam-configs/puff-authsucc \
+		$(DESTDIR)$(USERBINDIR)/puff-lock $(DESTDIR)/etc/pam.d/puff-lock
 	for page in $(MANPAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${page##*.}/$$page; done
 	for tool in puff-enroll puff-pad; do rm -f $(DESTDIR)$(SHAREDIR)/bash-completion/completions/$$tool \
 		$(DESTDIR)$(SHAREDIR)/zsh/vendor-completions/_$$tool $(DESTDIR)$(SHAREDIR)/fish/vendor_completions.d/$$tool.fish; done

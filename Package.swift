@@ -7,6 +7,7 @@
 //   puff-enroll   the command-line tool
 //   puff-check    the setuid helper through which unprivileged callers reach the store
 //   puff-pad      the terminal pad: gestures drawn on the picture, a PAM login
+//   puff-lock     the X11 screen locker: the picture password on the desktop
 // The module is linked with the Swift runtime statically by the Makefile (see `make module`);
 // those flags break `swift test` linking, so they stay out of this file.
 import PackageDescription
@@ -18,6 +19,7 @@ let package = Package(
         .executable(name: "puff-enroll", targets: ["puff-enroll"]),
         .executable(name: "puff-check", targets: ["puff-check"]),
         .executable(name: "puff-pad", targets: ["puff-pad"]),
+        .executable(name: "puff-lock", targets: ["puff-lock"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -33,6 +35,9 @@ let package = Package(
         // libchafa (and the GLib it is built on) renders pictures as terminal text in puff-pad.
         .systemLibrary(name: "CChafa", path: "Sources/CChafa", pkgConfig: "chafa",
                        providers: [.apt(["libchafa-dev", "libglib2.0-dev"])]),
+        // Xlib, XInput2, RandR and cairo for the screen locker (puff-lock); never in the module.
+        .systemLibrary(name: "CLockX", path: "Sources/CLockX", pkgConfig: "cairo-xlib",
+                       providers: [.apt(["libx11-dev", "libxi-dev", "libxrandr-dev", "libcairo2-dev"])]),
         // The release and the install paths chosen by the build (`make` passes them to the C compiler).
         .target(name: "CPuffBuild"),
         // Start-up code that runs before the Swift runtime reads SWIFT_* variables: the
@@ -59,7 +64,13 @@ let package = Package(
         .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CHelperStart"]),
         // The terminal pad: draws gestures on the picture and runs a PAM login; not setuid.
         .executableTarget(name: "puff-pad", dependencies: [
-            "PuffCore", "CPAM", "CStb", "CChafa", "CPuffBuild",
+            "PuffCore", "PuffPlatform", "CPAM", "CStb", "CChafa", "CPuffBuild",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // The X11 screen locker: runs as the user, authenticates through PAM (so through
+        // puff-check), draws with cairo.
+        .executableTarget(name: "puff-lock", dependencies: [
+            "PuffCore", "PuffPlatform", "CPAM", "CStb", "CLockX",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // `make bench`: gesture verification time against input size.

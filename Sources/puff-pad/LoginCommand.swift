@@ -2,6 +2,7 @@ import ArgumentParser
 import CPAM
 import Glibc
 import PuffCore
+import PuffPlatform
 
 /// `puff-pad login`: a terminal lock in the spirit of vlock, speaking Puff's prompt contract.
 struct LoginCommand: ParsableCommand {
@@ -164,7 +165,7 @@ final class LoginConversation {
 
     /// Gets the answer to one prompt; nil when cancelled.
     private func answer(_ prompt: String, echo: Bool) -> SecretBuffer? {
-        let kind: PadPrompt = echo ? .foreign(prompt) : PadPrompt(prompt)
+        let kind: PuffPrompt = echo ? .foreign(prompt) : PuffPrompt(prompt)
         guard let session = terminal() else { return plainAnswer(prompt, kind: kind, echo: echo) }
         let title = "puff-pad: \(user)"
         let message = pending.joined(separator: "\n")
@@ -281,7 +282,7 @@ final class LoginConversation {
     }
 
     /// A line on the terminal with echo off (or on), for terminals without mouse support.
-    private func plainAnswer(_ prompt: String, kind: PadPrompt, echo: Bool) -> SecretBuffer? {
+    private func plainAnswer(_ prompt: String, kind: PuffPrompt, echo: Bool) -> SecretBuffer? {
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard tty >= 0 else {
             transcript.append("there is no terminal to answer on")

@@ -1,5 +1,6 @@
 import Glibc
 import PuffCore
+import PuffPlatform
 
 /// The passcode screen: a keypad suited to the passcode type, or a text field.
 ///

@@ -1,7 +1,6 @@
-import PuffCore
-
-/// What a conversation prompt asks for, read by the rules of docs/prompt-contract.md.
-enum PadPrompt: Equatable {
+/// What a conversation prompt asks for, read by the rules of docs/prompt-contract.md: the
+/// parser every helper that answers Puff's prompts shares (`puff-pad login`, `puff-lock`).
+public enum PuffPrompt: Equatable, Sendable {
     /// `Puff passcode or gesture [TYPE]: ` (`nil` for a TYPE this pad does not know).
     case passcodeOrGesture(PasscodeType?)
     /// `Puff passcode [TYPE]: `
@@ -13,7 +12,7 @@ enum PadPrompt: Equatable {
 
     /// Reads a prompt. A prompt is Puff's when it starts with `Puff ` and ends with `: `; a
     /// Puff prompt of an unknown shape offers both the passcode and the gesture.
-    init(_ text: String) {
+    public init(_ text: String) {
         guard text.hasPrefix("Puff "), text.hasSuffix(": ") else {
             self = .foreign(text)
             return
@@ -35,7 +34,7 @@ enum PadPrompt: Equatable {
     }
 
     /// Whether the user may answer with a passcode.
-    var acceptsPasscode: Bool {
+    public var acceptsPasscode: Bool {
         switch self {
         case .passcodeOrGesture, .passcodeOnly: true
         case .gestureOnly, .foreign: false
@@ -43,7 +42,7 @@ enum PadPrompt: Equatable {
     }
 
     /// Whether the user may answer with a gesture.
-    var acceptsGesture: Bool {
+    public var acceptsGesture: Bool {
         switch self {
         case .passcodeOrGesture, .gestureOnly: true
         case .passcodeOnly, .foreign: false

@@ -1,0 +1,85 @@
+import CLockX
+import CStb
+import Glibc
+
+/// The user's picture decoded with stb_image (PNG and JPEG) into a cairo image surface.
+final class LockPicture {
+    struct LoadError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Largest file read (the store's own limit).
+    static let maximumFileSize = 32 << 20
+    /// Largest decoded picture: 64 megapixels.
+    static let maximumPixels = 64 << 20
+
+    let width: Int
+    let height: Int
+    /// A cairo image surface (ARGB32, premultiplied) holding the picture.
+    let surface: OpaquePointer
+
+    /// Reads and decodes `path` (a regular file, not followed through a symlink).
+    init(path: String) throws(LoadError) {
+        let bytes = try Self.read(path)
+        guard bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) || bytes.starts(with: [0xFF, 0xD8, 0xFF]) else {
+            throw LoadError(description: "\(path) is not a PNG or JPEG picture")
+        }
+        guard let length = Int32(exactly: bytes.count) else { throw LoadError(description: "\(path) is too large") }
+        var w: Int32 = 0, h: Int32 = 0, components: Int32 = 0
+        let known = bytes.withUnsafeBufferPointer { stbi_info_from_memory($0.baseAddress, length, &w, &h, &components) }
+        guard known == 1, w > 0, h > 0, Int(w) <= 100_000, Int(h) <= 100_000, Int(w) * Int(h) <= Self.maximumPixels else {
+            throw LoadError(description: "\(path): unsupported picture size")
+        }
+        guard let decoded = bytes.withUnsafeBufferPointer({ stbi_load_from_memory($0.baseAddress, length, &w, &h, &components, 4) }) else {
+            throw LoadError(description: "\(path): the picture cannot be decoded")
+        }
+        defer { stbi_image_free(decoded) }
+        guard let surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w, h),
+              cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS,
+              let target = cairo_image_surface_get_data(surface) else {
+            throw LoadError(description: "\(path): out of memory for the picture")
+        }
+        cairo_surface_flush(surface)
+        let stride = Int(cairo_image_surface_get_stride(surface))
+        for row in 0..<Int(h) {
+            let line = (target + row * stride).withMemoryRebound(to: UInt32.self, capacity: Int(w)) { $0 }
+            for column in 0..<Int(w) {
+                let source = decoded + 4 * (row * Int(w) + column)
+                let alpha = UInt32(source[3])
+                // cairo wants premultiplied native-endian ARGB.
+                func premultiplied(_ value: UInt8) -> UInt32 { (UInt32(value) * alpha + 127) / 255 }
+                line[column] = alpha << 24 | premultiplied(source[0]) << 16 | premultiplied(source[1]) << 8 | premultiplied(source[2])
+            }
+        }
+        cairo_surface_mark_dirty(surface)
+        width = Int(w)
+        height = Int(h)
+        self.surface = surface
+    }
+
+    deinit { cairo_surface_destroy(surface) }
+
+    private static func read(_ path: String) throws(LoadError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
+        guard fd >= 0 else { throw LoadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw LoadError(description: "\(path) is not a regular file")
+        }
+        guard status.st_size <= maximumFileSize else { throw LoadError(description: "\(path) is larger than 32 MiB") }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let got = Glibc.read(fd, &chunk, chunk.count)
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw LoadError(description: "cannot read \(path)")
+            }
+            if got == 0 { break }
+            bytes += chunk[0..<got]
+            guard bytes.count <= maximumFileSize else { throw LoadError(description: "\(path) is larger than 32 MiB") }
+        }
+        return bytes
+    }
+}

@@ -1,0 +1,317 @@
+import CLockX
+import Glibc
+import PuffCore
+
+/// Everything on the lock screen at one moment.
+struct LockScene {
+    /// A line of the module's messages; errors are shown in red, information in amber.
+    struct Message {
+        var text: String
+        var isError: Bool
+    }
+
+    /// The left of the bar: `Locked: USER`, or the drawing window's title.
+    var title: String
+    /// What is accepted, in words (from the prompt contract), or another module's prompt.
+    var prompt: String
+    var messages: [Message] = []
+    /// A line under the messages: "Checking…", "Press a key or click to try again".
+    var hint: String = ""
+    var panel: LockPanel = .none
+    /// How many characters are in the field (shown as dots).
+    var fieldCount = 0
+    /// For fixed-length passcodes: the number of boxes.
+    var fieldLength: Int?
+    /// Echo-on prompts of other modules show what is typed.
+    var fieldText: String?
+    /// A label above the field.
+    var fieldLabel = ""
+    /// Whether the field (rather than the picture) takes typed text now.
+    var fieldActive = false
+    /// The wide submit button's label.
+    var submitLabel = "✓ Unlock"
+    /// Nothing to answer (a locked account): the messages go large in the middle.
+    var centred = false
+}
+
+/// Draws the lock screen with cairo into an off-screen pixmap, then copies it to the window
+/// in one request (no flicker). The picture is scaled once per layout and cached.
+final class LockRenderer {
+    private let display: LockDisplay
+    private var pixmap: Pixmap = 0
+    private var surface: OpaquePointer?
+    private var size = (width: 0, height: 0)
+    private var scaledPicture: OpaquePointer?
+    private var scaledFor: LockRect?
+    private let gc: GC
+
+    /// Colours of the parts, in drawing order (then repeated).
+    static let partColors: [(Double, Double, Double)] = [
+        (1.00, 0.27, 0.23), (0.20, 0.60, 1.00), (0.20, 0.85, 0.35), (1.00, 0.75, 0.10),
+        (0.80, 0.35, 1.00), (0.10, 0.90, 0.90), (1.00, 0.45, 0.75), (0.95, 0.95, 0.95),
+    ]
+
+    init(display: LockDisplay) {
+        self.display = display
+        gc = XCreateGC(display.display, display.window, 0, nil)
+    }
+
+    deinit {
+        if let scaledPicture { cairo_surface_destroy(scaledPicture) }
+        if let surface { cairo_surface_destroy(surface) }
+        if pixmap != 0 { XFreePixmap(display.display, pixmap) }
+        XFreeGC(display.display, gc)
+    }
+
+    private func ensureBuffer() -> OpaquePointer? {
+        let wanted = (display.width, display.height)
+        if surface != nil && size == wanted { return surface }
+        if let surface { cairo_surface_destroy(surface) }
+        if pixmap != 0 { XFreePixmap(display.display, pixmap) }
+        size = wanted
+        pixmap = XCreatePixmap(display.display, display.window, UInt32(max(1, size.width)), UInt32(max(1, size.height)),
+                               UInt32(display.depth))
+        surface = cairo_xlib_surface_create(display.display, pixmap, display.visual, Int32(size.width), Int32(size.height))
+        return surface
+    }
+
+    /// Draws the whole scene and shows it.
+    func draw(_ scene: LockScene, layout: LockLayout, picture: LockPicture?, strokes: StrokeBuffer) {
+        guard let surface = ensureBuffer(), let cr = cairo_create(surface) else { return }
+        defer { cairo_destroy(cr) }
+        cairo_set_source_rgb(cr, 0.07, 0.07, 0.09)
+        cairo_paint(cr)
+        drawBar(cr, scene, layout)
+        drawMessages(cr, scene, layout)
+        if let picture, let rect = layout.picture {
+            drawPicture(cr, picture, rect)
+            drawStrokes(cr, strokes, layout)
+            cairo_set_source_rgb(cr, 0.35, 0.35, 0.40)
+            cairo_set_line_width(cr, 1)
+            cairo_rectangle(cr, rect.x - 0.5, rect.y - 0.5, rect.width + 1, rect.height + 1)
+            cairo_stroke(cr)
+        }
+        drawPanel(cr, scene, layout)
+        for (button, rect) in layout.buttons { drawButton(cr, button, rect, scene: scene, strokes: strokes) }
+        cairo_surface_flush(surface)
+        XCopyArea(display.display, pixmap, display.window, gc, 0, 0, UInt32(size.width), UInt32(size.height), 0, 0)
+        XFlush(display.display)
+    }
+
+    private func drawBar(_ cr: OpaquePointer, _ scene: LockScene, _ layout: LockLayout) {
+        let bar = layout.bar
+        cairo_set_source_rgb(cr, 0.16, 0.17, 0.21)
+        cairo_rectangle(cr, bar.x, bar.y, bar.width, bar.height)
+        cairo_fill(cr)
+        text(cr, scene.title, x: bar.x + 20, y: bar.midY, size: 18, bold: true, color: (1, 1, 1))
+        // The prompt shrinks (then is cut short) to fit beside the title on narrow monitors.
+        let room = bar.width - textWidth(cr, scene.title, size: 18, bold: true) - 60
+        var size = 17.0
+        while size > 11 && textWidth(cr, scene.prompt, size: size) > room { size -= 1 }
+        var prompt = scene.prompt
+        while prompt.count > 1 && textWidth(cr, prompt + "…", size: size) > room { prompt.removeLast() }
+        if prompt != scene.prompt { prompt += "…" }
+        text(cr, prompt, x: bar.maxX - 20, y: bar.midY, size: size, color: (0.85, 0.88, 0.95), align: 1)
+    }
+
+    private func drawMessages(_ cr: OpaquePointer, _ scene: LockScene, _ layout: LockLayout) {
+        if scene.centred {
+            var y = layout.monitor.midY - 20 * Double(scene.messages.count)
+            for message in scene.messages {
+                let color = message.isError ? (1.0, 0.42, 0.38) : (1.0, 0.80, 0.35)
+                text(cr, message.text, x: layout.monitor.midX, y: y, size: 26, bold: true, color: color, align: 0.5)
+                y += 44
+            }
+            text(cr, scene.hint, x: layout.monitor.midX, y: y + 16, size: 18, color: (0.75, 0.78, 0.85), align: 0.5)
+            return
+        }
+        let line = layout.message
+        var pieces: [(String, (Double, Double, Double))] = scene.messages.map {
+            ($0.text, $0.isError ? (1.0, 0.42, 0.38) : (1.0, 0.80, 0.35))
+        }
+        if !scene.hint.isEmpty { pieces.append((scene.hint, (0.75, 0.78, 0.85))) }
+        let joined = pieces.map(\.0).joined(separator: "   ")
+        guard !joined.isEmpty else { return }
+        // One line, centred; each piece in its colour.
+        let total = textWidth(cr, joined, size: 17, bold: true)
+        var x = line.midX - total / 2
+        for (index, piece) in pieces.enumerated() {
+            let shown = index < pieces.count - 1 ? piece.0 + "   " : piece.0
+            text(cr, shown, x: x, y: line.midY, size: 17, bold: true, color: piece.1)
+            x += textWidth(cr, shown, size: 17, bold: true)
+        }
+    }
+
+    private func drawPicture(_ cr: OpaquePointer, _ picture: LockPicture, _ rect: LockRect) {
+        if scaledFor != rect {
+            if let scaledPicture { cairo_surface_destroy(scaledPicture) }
+            scaledPicture = nil
+            let width = Int32(max(1, rect.width.rounded(.up))), height = Int32(max(1, rect.height.rounded(.up)))
+            if let target = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height), let scr = cairo_create(target) {
+                cairo_scale(scr, rect.width / Double(picture.width), rect.height / Double(picture.height))
+                cairo_set_source_surface(scr, picture.surface, 0, 0)
+                cairo_pattern_set_filter(cairo_get_source(scr), CAIRO_FILTER_GOOD)
+                cairo_paint(scr)
+                cairo_destroy(scr)
+                scaledPicture = target
+                scaledFor = rect
+            }
+        }
+        guard let scaledPicture else { return }
+        cairo_set_source_surface(cr, scaledPicture, rect.x, rect.y)
+        cairo_paint(cr)
+    }
+
+    private func drawStrokes(_ cr: OpaquePointer, _ strokes: StrokeBuffer, _ layout: LockLayout) {
+        cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND)
+        cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND)
+        let parts = strokes.visibleParts
+        for (index, part) in parts.enumerated() {
+            let color = Self.partColors[index % Self.partColors.count]
+            let first = layout.screenPoint(strokes.point(part, 0))
+            // Text leaves a current point behind; an arc would join it with a line.
+            cairo_new_path(cr)
+            if part.kind == .tap || part.count == 1 {
+                cairo_arc(cr, first.x, first.y, 9, 0, 2 * Double.pi)
+                cairo_set_source_rgba(cr, 0, 0, 0, 0.55)
+                cairo_set_line_width(cr, 3)
+                cairo_stroke_preserve(cr)
+                cairo_set_source_rgb(cr, color.0, color.1, color.2)
+                cairo_fill(cr)
+            } else {
+                for (width, outline) in [(7.0, true), (4.0, false)] {
+                    cairo_move_to(cr, first.x, first.y)
+                    for point in 1..<part.count {
+                        let screen = layout.screenPoint(strokes.point(part, point))
+                        cairo_line_to(cr, screen.x, screen.y)
+                    }
+                    cairo_set_line_width(cr, width)
+                    if outline { cairo_set_source_rgba(cr, 0, 0, 0, 0.55) } else { cairo_set_source_rgb(cr, color.0, color.1, color.2) }
+                    cairo_stroke(cr)
+                }
+                // The direction: an arrow head at the end.
+                if part.count >= 2 {
+                    let end = layout.screenPoint(strokes.point(part, part.count - 1))
+                    var back = part.count - 2
+                    var before = layout.screenPoint(strokes.point(part, back))
+                    while back > 0 && hypot(end.x - before.x, end.y - before.y) < 12 {
+                        back -= 1
+                        before = layout.screenPoint(strokes.point(part, back))
+                    }
+                    let angle = atan2(end.y - before.y, end.x - before.x)
+                    cairo_move_to(cr, end.x, end.y)
+                    cairo_line_to(cr, end.x - 16 * cos(angle - 0.45), end.y - 16 * sin(angle - 0.45))
+                    cairo_line_to(cr, end.x - 16 * cos(angle + 0.45), end.y - 16 * sin(angle + 0.45))
+                    cairo_close_path(cr)
+                    cairo_set_source_rgb(cr, color.0, color.1, color.2)
+                    cairo_fill(cr)
+                }
+            }
+            // The part's number beside where it starts.
+            let label = (x: first.x + 16, y: first.y - 16)
+            cairo_new_path(cr)
+            cairo_arc(cr, label.x, label.y, 12, 0, 2 * Double.pi)
+            cairo_set_source_rgb(cr, color.0, color.1, color.2)
+            cairo_fill_preserve(cr)
+            cairo_set_source_rgba(cr, 0, 0, 0, 0.6)
+            cairo_set_line_width(cr, 1.5)
+            cairo_stroke(cr)
+            text(cr, String(index + 1), x: label.x, y: label.y, size: 14, bold: true, color: (0.05, 0.05, 0.05), align: 0.5)
+        }
+    }
+
+    private func drawPanel(_ cr: OpaquePointer, _ scene: LockScene, _ layout: LockLayout) {
+        guard let panel = layout.panel, let field = layout.field else { return }
+        cairo_set_source_rgb(cr, 0.11, 0.12, 0.15)
+        cairo_rectangle(cr, panel.x, panel.y, panel.width, panel.height)
+        cairo_fill(cr)
+        text(cr, scene.fieldLabel, x: field.x, y: field.y - 16, size: 15, color: (0.8, 0.82, 0.88))
+        roundedRectangle(cr, field, radius: 8)
+        cairo_set_source_rgb(cr, 0.05, 0.05, 0.06)
+        cairo_fill_preserve(cr)
+        if scene.fieldActive { cairo_set_source_rgb(cr, 0.35, 0.6, 1.0) } else { cairo_set_source_rgb(cr, 0.3, 0.3, 0.35) }
+        cairo_set_line_width(cr, 2)
+        cairo_stroke(cr)
+        if let visible = scene.fieldText {
+            text(cr, visible, x: field.x + 14, y: field.midY, size: 20, color: (1, 1, 1))
+        } else if let length = scene.fieldLength {
+            // One box per digit, filled as they are typed.
+            let gap = 10.0
+            let box = min(36, (field.width - 28 - gap * Double(length - 1)) / Double(length))
+            var x = field.midX - (Double(length) * box + Double(length - 1) * gap) / 2
+            for index in 0..<length {
+                cairo_new_path(cr)
+                cairo_arc(cr, x + box / 2, field.midY, box / 4, 0, 2 * Double.pi)
+                if index < scene.fieldCount {
+                    cairo_set_source_rgb(cr, 1, 1, 1)
+                    cairo_fill(cr)
+                } else {
+                    cairo_set_source_rgb(cr, 0.45, 0.45, 0.5)
+                    cairo_set_line_width(cr, 2)
+                    cairo_stroke(cr)
+                }
+                x += box + gap
+            }
+        } else {
+            var x = field.x + 22
+            for _ in 0..<min(scene.fieldCount, Int((field.width - 30) / 18)) {
+                cairo_new_path(cr)
+                cairo_arc(cr, x, field.midY, 6, 0, 2 * Double.pi)
+                cairo_set_source_rgb(cr, 1, 1, 1)
+                cairo_fill(cr)
+                x += 18
+            }
+        }
+    }
+
+    private func drawButton(_ cr: OpaquePointer, _ button: LockButton, _ rect: LockRect, scene: LockScene, strokes: StrokeBuffer) {
+        roundedRectangle(cr, rect, radius: 10)
+        switch button {
+        case .submit: cairo_set_source_rgb(cr, 0.16, 0.45, 0.25)
+        case .digit: cairo_set_source_rgb(cr, 0.22, 0.23, 0.28)
+        default: cairo_set_source_rgb(cr, 0.20, 0.20, 0.24)
+        }
+        cairo_fill(cr)
+        // Keypad-sized buttons show the symbol only.
+        var label = button == .submit ? (rect.width < 120 ? "✓" : scene.submitLabel) : button.label
+        if rect.width < 120, let symbol = label.split(separator: " ").first { label = String(symbol) }
+        let size = label.count == 1 ? 26.0 : 19.0
+        cairo_new_path(cr)
+        text(cr, label, x: rect.midX, y: rect.midY, size: size, bold: true, color: (1, 1, 1), align: 0.5)
+    }
+
+    private func roundedRectangle(_ cr: OpaquePointer, _ rect: LockRect, radius: Double) {
+        cairo_new_path(cr)
+        cairo_arc(cr, rect.maxX - radius, rect.y + radius, radius, -Double.pi / 2, 0)
+        cairo_arc(cr, rect.maxX - radius, rect.maxY - radius, radius, 0, Double.pi / 2)
+        cairo_arc(cr, rect.x + radius, rect.maxY - radius, radius, Double.pi / 2, Double.pi)
+        cairo_arc(cr, rect.x + radius, rect.y + radius, radius, Double.pi, 1.5 * Double.pi)
+        cairo_close_path(cr)
+    }
+
+    private func selectFont(_ cr: OpaquePointer, size: Double, bold: Bool) {
+        cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL)
+        cairo_set_font_size(cr, size)
+    }
+
+    private func textWidth(_ cr: OpaquePointer, _ string: String, size: Double, bold: Bool = false) -> Double {
+        selectFont(cr, size: size, bold: bold)
+        var extents = cairo_text_extents_t()
+        cairo_text_extents(cr, string, &extents)
+        return extents.x_advance
+    }
+
+    /// Draws `string` vertically centred on `y`; `align` 0 puts its left edge at `x`, 0.5 its
+    /// centre, 1 its right edge.
+    private func text(_ cr: OpaquePointer, _ string: String, x: Double, y: Double, size: Double, bold: Bool = false,
+                      color: (Double, Double, Double), align: Double = 0) {
+        selectFont(cr, size: size, bold: bold)
+        var extents = cairo_text_extents_t()
+        cairo_text_extents(cr, string, &extents)
+        var fontExtents = cairo_font_extents_t()
+        cairo_font_extents(cr, &fontExtents)
+        cairo_move_to(cr, x - extents.x_advance * align, y + (fontExtents.ascent - fontExtents.descent) / 2)
+        cairo_set_source_rgb(cr, color.0, color.1, color.2)
+        cairo_show_text(cr, string)
+    }
+}

@@ -1,0 +1,375 @@
+import CLockX
+import CPAM
+import Glibc
+import PuffCore
+import PuffPlatform
+
+/// The lock screen: answers the PAM conversation's prompts with what the user draws on the
+/// picture or types, and shows the module's messages.
+///
+/// Each prompt runs the event loop until the user submits (Enter or ✓); nothing is ever
+/// submitted by itself except a fixed-length passcode at its last digit. A drawn gesture and
+/// a typed passcode never coexist: starting one wipes the other.
+final class LockSession {
+    let display: LockDisplay
+    let user: String
+    let picture: LockPicture?
+    let printLayout: Bool
+    /// The bar's title.
+    let title: String
+    /// `--draw`: Esc on an empty picture, or closing the window, cancels.
+    private let cancellable: Bool
+    private(set) var cancelled = false
+    private let renderer: LockRenderer
+    private let strokes = StrokeBuffer()
+    private var field = SecretBuffer(capacity: 512)
+    /// The module's messages not yet answered by a submission.
+    private var messages: [LockScene.Message] = []
+    /// Whether a prompt was answered, and how many messages came, since `startAttempt()`.
+    private(set) var answeredPrompt = false
+    private(set) var messagesThisAttempt = 0
+
+    init(display: LockDisplay, user: String, picture: LockPicture?, printLayout: Bool,
+         title: String? = nil) {
+        self.display = display
+        self.user = user
+        self.title = title ?? "Locked: \(user)"
+        cancellable = title != nil
+        self.picture = picture
+        self.printLayout = printLayout
+        renderer = LockRenderer(display: display)
+    }
+
+    /// What the current screen asks for.
+    private struct Request {
+        var prompt: PuffPrompt
+        var echo: Bool
+        var gesture: Bool
+        var panel: LockPanel
+        var passcodeType: PasscodeType?
+        var barText: String
+        var fieldLabel: String
+    }
+
+    private func request(for text: String, echo: Bool) -> Request {
+        let prompt = echo ? PuffPrompt.foreign(text) : PuffPrompt(text)
+        let gesture = prompt.acceptsGesture && picture != nil
+        var passcodeType: PasscodeType?
+        var panel = LockPanel.none
+        var bar = ""
+        func words(_ type: PasscodeType?) -> String {
+            switch type {
+            case .digits4: " (4 digits)"
+            case .digits6: " (6 digits)"
+            case .numeric: " (digits)"
+            case .alphanumeric, nil: ""
+            }
+        }
+        switch prompt {
+        case .passcodeOrGesture(let type), .passcodeOnly(let type):
+            passcodeType = type
+            panel = type == nil || type == .alphanumeric ? .text : .digits
+            bar = gesture ? "Draw your gesture or type your passcode\(words(type))" : "Type your passcode\(words(type))"
+        case .gestureOnly:
+            bar = cancellable ? "Draw your gesture: Enter when done, Esc to cancel" : "Draw your gesture"
+        case .foreign(let text):
+            panel = .text
+            bar = String(text.reversed().drop { $0 == " " || $0 == ":" }.reversed())
+        }
+        let label: String
+        if case .foreign(let text) = prompt { label = text } else { label = "Passcode" + words(passcodeType) }
+        return Request(prompt: prompt, echo: echo, gesture: gesture, panel: panel, passcodeType: passcodeType,
+                       barText: bar, fieldLabel: label)
+    }
+
+    // MARK: The conversation
+
+    /// The `pam_conv` callback body: messages are kept for the screen (and written to stderr,
+    /// where a session log keeps them), prompts are answered on the screen.
+    func converse(count: Int32, messages pamMessages: UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
+                  responses: UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?) -> Int32 {
+        guard count > 0, count <= PAM_MAX_NUM_MSG, let pamMessages, let responses else { return PAM_CONV_ERR }
+        guard let replies = calloc(Int(count), MemoryLayout<pam_response>.stride)?
+            .bindMemory(to: pam_response.self, capacity: Int(count)) else { return PAM_BUF_ERR }
+        func fail(_ code: Int32) -> Int32 {
+            for index in 0..<Int(count) {
+                if let text = replies[index].resp {
+                    explicit_bzero(text, strlen(text))
+                    free(text)
+                }
+            }
+            free(replies)
+            return code
+        }
+        for index in 0..<Int(count) {
+            guard let message = pamMessages[index]?.pointee else { return fail(PAM_CONV_ERR) }
+            let text = message.msg.flatMap { String(validatingCString: $0) } ?? ""
+            switch message.msg_style {
+            case PAM_TEXT_INFO, PAM_ERROR_MSG:
+                Report.warn(text)
+                messagesThisAttempt += 1
+                messages.append(.init(text: Self.shown(text), isError: message.msg_style == PAM_ERROR_MSG))
+            case PAM_PROMPT_ECHO_OFF, PAM_PROMPT_ECHO_ON:
+                answeredPrompt = true
+                guard let secret = answer(text, echo: message.msg_style == PAM_PROMPT_ECHO_ON) else { return fail(PAM_CONV_ERR) }
+                guard let copy = secret.mallocCopy() else { return fail(PAM_BUF_ERR) }
+                replies[index].resp = copy
+            default:
+                return fail(PAM_CONV_ERR)
+            }
+        }
+        responses.pointee = replies
+        return PAM_SUCCESS
+    }
+
+    /// A module message as shown: without Puff's `Puff: ` prefix, starting with a capital.
+    static func shown(_ text: String) -> String {
+        var body = Substring(text)
+        if body.hasPrefix("Puff: ") { body = body.dropFirst("Puff: ".count) }
+        guard let first = body.first else { return "" }
+        return first.uppercased() + body.dropFirst()
+    }
+
+    /// Called before each `pam_authenticate`.
+    func startAttempt() {
+        answeredPrompt = false
+        messagesThisAttempt = 0
+    }
+
+    /// Adds a message of the locker's own (PAM errors).
+    func note(_ text: String) {
+        guard messages.last?.text != text else { return }
+        messages.append(.init(text: text, isError: true))
+    }
+
+    // MARK: Screens
+
+    /// Shows the messages gathered so far and waits for a key or a click: after an attempt
+    /// that asked nothing (a locked account, an unavailable service), the next one starts only
+    /// when the user asks for it, so PAM is never called in a loop.
+    func acknowledge() {
+        var scene = LockScene(title: title, prompt: "Locked", messages: messages)
+        scene.hint = "Press a key or click to try again."
+        scene.centred = true
+        func layout() -> LockLayout {
+            LockLayout(monitor: display.primaryMonitor(), pictureSize: nil, panel: .none, gesture: false)
+        }
+        renderer.draw(scene, layout: layout(), picture: nil, strokes: strokes)
+        announce(layout())
+        while true {
+            guard let event = display.nextEvent(timeout: nil) else { continue }
+            switch event {
+            case .redraw, .screensChanged:
+                renderer.draw(scene, layout: layout(), picture: nil, strokes: strokes)
+            case .pointerDown, .enter, .escape, .backspace:
+                messages.removeAll()
+                return
+            case .text(var typed):
+                typed.wipe()
+                messages.removeAll()
+                return
+            case .pointerMove, .pointerUp, .close:
+                continue
+            }
+        }
+    }
+
+    private func layout(request: Request) -> LockLayout {
+        LockLayout(monitor: display.primaryMonitor(), pictureSize: picture.map { ($0.width, $0.height) },
+                   panel: request.panel, gesture: request.gesture)
+    }
+
+    /// With `--print-layout`, where the picture and the buttons are (for scripts and tests;
+    /// positions only, never what was typed or drawn).
+    private func announce(_ layout: LockLayout) {
+        guard printLayout else { return }
+        var text = ""
+        if let rect = layout.picture {
+            text += "puff-lock: picture \(rect.x) \(rect.y) \(layout.scale) \(layout.pictureWidth) \(layout.pictureHeight)\n"
+        } else {
+            text += "puff-lock: picture none\n"
+        }
+        for (button, rect) in layout.buttons {
+            let name: String
+            switch button {
+            case .digit(let digit): name = "digit\(digit)"
+            case .erase: name = "erase"
+            case .undo: name = "undo"
+            case .clear: name = "clear"
+            case .submit: name = "submit"
+            }
+            text += "puff-lock: button \(name) \(rect.midX) \(rect.midY)\n"
+        }
+        text += "puff-lock: screen ready\n"
+        Report.raw(text)
+    }
+
+    /// Runs the screen for one prompt until the user submits. (When the X connection is lost,
+    /// Xlib's I/O error handler ends the process: nothing is answered.)
+    private func answer(_ text: String, echo: Bool) -> SecretBuffer? {
+        var request = self.request(for: text, echo: echo)
+        if request.prompt.acceptsGesture && picture == nil {
+            messages.append(.init(text: "No picture for \(user) in the Puff store: the gesture cannot be drawn.", isError: true))
+            if case .gestureOnly = request.prompt {
+                // Nothing can be answered here; an empty reply is refused by the module and never counted.
+                request.panel = .none
+            }
+        }
+        var layout = self.layout(request: request)
+        let fieldLength: Int? = switch request.passcodeType {
+        case .digits4: 4
+        case .digits6: 6
+        default: nil
+        }
+        let maximum = request.passcodeType?.lengthRange.upperBound ?? field.capacity
+        func scene() -> LockScene {
+            var scene = LockScene(title: title, prompt: request.barText, messages: messages)
+            scene.panel = request.panel
+            if cancellable { scene.submitLabel = "✓ Done" }
+            scene.fieldLength = fieldLength
+            scene.fieldCount = characterCount()
+            scene.fieldLabel = request.fieldLabel
+            scene.fieldActive = field.count > 0 || !request.gesture
+            if request.echo { scene.fieldText = field.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
+            if request.gesture && !strokes.isEmpty && request.panel != .none { scene.hint = "Enter unlocks with the gesture." }
+            return scene
+        }
+        func redraw() { renderer.draw(scene(), layout: layout, picture: picture, strokes: strokes) }
+        redraw()
+        announce(layout)
+
+        /// The submission, or nil when there is nothing to submit yet.
+        func submit() -> SecretBuffer? {
+            if field.count > 0 || (request.panel == .text && !request.prompt.acceptsGesture) {
+                if case .foreign = request.prompt {} else if field.count == 0 { return nil }
+                let secret = field
+                field = SecretBuffer(capacity: 512)
+                strokes.removeAll()
+                return secret
+            }
+            guard request.gesture, let secret = strokes.serialized(width: picture?.width ?? 0, height: picture?.height ?? 0) else {
+                return nil
+            }
+            strokes.removeAll()
+            return secret
+        }
+        func type(_ byte: UInt8) -> SecretBuffer? {
+            guard request.panel != .none else { return nil }
+            if request.panel == .digits || request.passcodeType == .numeric {
+                guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
+            }
+            if request.passcodeType == .alphanumeric {
+                guard byte >= 0x20 && byte <= 0x7E else { return nil }
+            }
+            guard field.count < maximum, field.append(byte) else { return nil }
+            // Typing switches to the passcode: the drawing is wiped.
+            if !strokes.isEmpty { strokes.removeAll() }
+            if let fieldLength, field.count == fieldLength { return submit() }
+            return nil
+        }
+
+        while true {
+            guard let event = display.nextEvent(timeout: nil) else { continue }
+            var submitted: SecretBuffer?
+            switch event {
+            case .redraw:
+                break
+            case .screensChanged:
+                layout = self.layout(request: request)
+                announce(layout)
+            case .pointerDown(let x, let y):
+                if let button = layout.button(at: x, y) {
+                    switch button {
+                    case .digit(let digit): submitted = type(UInt8(ascii: "0") + digit)
+                    case .erase: removeLastCharacter()
+                    case .undo: strokes.removeLast()
+                    case .clear:
+                        strokes.removeAll()
+                        field.removeAll()
+                    case .submit: submitted = submit()
+                    }
+                } else if request.gesture && layout.isOnPicture(x, y) {
+                    // Drawing switches to the gesture: the passcode is wiped.
+                    field.removeAll()
+                    if !strokes.begin(layout.picturePoint(x, y), screenX: x, screenY: y) {
+                        note("A gesture has at most \(GestureLimits.maximumParts) parts.")
+                    }
+                }
+            case .pointerMove(let x, let y):
+                if strokes.isDrawing { strokes.extend(layout.picturePoint(x, y), screenX: x, screenY: y) }
+            case .pointerUp(let x, let y):
+                if strokes.isDrawing { strokes.end(layout.picturePoint(x, y), screenX: x, screenY: y) }
+            case .enter:
+                submitted = submit()
+            case .backspace:
+                if field.count > 0 { removeLastCharacter() } else { strokes.removeLast() }
+            case .escape:
+                if cancellable && field.count == 0 && strokes.isEmpty {
+                    cancelled = true
+                    return nil
+                }
+                field.removeAll()
+                strokes.removeAll()
+            case .close:
+                if cancellable {
+                    strokes.removeAll()
+                    cancelled = true
+                    return nil
+                }
+            case .text(var typed):
+                for index in 0..<typed.count where submitted == nil {
+                    submitted = type(typed[index])
+                }
+                typed.wipe()
+            }
+            if let submitted {
+                messages.removeAll()
+                var checking = scene()
+                checking.hint = cancellable ? "" : "Checking…"
+                renderer.draw(checking, layout: layout, picture: picture, strokes: strokes)
+                XSync(display.display, 0)
+                return submitted
+            }
+            if !display.hasQueuedEvents { redraw() }
+        }
+    }
+
+    /// `--draw`: one gesture drawn on the picture, in the wire format; nil when cancelled.
+    func drawGesture() -> SecretBuffer? {
+        answer("Puff gesture: ", echo: false)
+    }
+
+    /// Characters in the field (UTF-8 lead bytes), for the dots.
+    private func characterCount() -> Int {
+        field.withUnsafeBytes { bytes in bytes.reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) } }
+    }
+
+    /// Removes the last character (all the bytes of a UTF-8 sequence).
+    private func removeLastCharacter() {
+        while field.count > 0 {
+            let last = field.withUnsafeBytes { $0[$0.count - 1] }
+            field.removeLast()
+            if last & 0xC0 != 0x80 { break }
+        }
+    }
+}
+
+/// Messages on stderr.
+enum Report {
+    static func warn(_ text: String) { raw("puff-lock: \(text)\n") }
+
+    static func raw(_ text: String) {
+        var bytes = Array(text.utf8)
+        guard !bytes.isEmpty else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let wrote = bytes.withUnsafeMutableBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                return write(2, base + offset, raw.count - offset)
+            }
+            if wrote < 0 && errno == EINTR { continue }
+            if wrote <= 0 { return }
+            offset += wrote
+        }
+    }
+}

@@ -1,0 +1,201 @@
+import ArgumentParser
+import CLockX
+import CPAM
+import Glibc
+import PuffCore
+
+/// Exit statuses of `puff-lock`.
+enum LockExit {
+    /// The user authenticated: the screen is unlocked.
+    static let unlocked: Int32 = 0
+    /// No display, the grabs refused, or PAM could not start: the screen was never locked.
+    static let cannotLock: Int32 = 69
+    /// Run as root.
+    static let refused: Int32 = 77
+    /// `--draw`: cancelled.
+    static let cancelled: Int32 = 2
+}
+
+/// `puff-lock`: the X11 screen locker for Puff's picture password and passcode.
+@main
+struct PuffLock: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "puff-lock",
+        abstract: "Lock the X11 screen until you draw your Puff gesture or type your passcode.",
+        discussion: """
+        Covers every screen, grabs the keyboard and the pointer (and refuses to lock, saying \
+        why, when it cannot), and runs pam_authenticate for the calling user until it succeeds. \
+        Draw on your picture with the left button, a pen or a finger; Enter or ✓ submits, \
+        Backspace or ↶ removes the last part, Esc clears; typing switches to the passcode. \
+        Prompts of other modules in the PAM service are answered in the same window. Run it as \
+        the user whose session it locks (never as root): `xss-lock -- puff-lock`. \
+        Exit status: 0 unlocked, 69 could not lock, 77 run as root. \
+        With --draw --picture FILE it locks nothing: it opens an ordinary window on the picture \
+        and prints the gesture drawn there in the wire format on stdout (exit 0; 2 when \
+        cancelled with Esc or by closing the window), for `puff-enroll gesture --stdin`.
+        """
+    )
+
+    @Option(help: "The PAM service.")
+    var service = "puff-lock"
+
+    @Option(help: "The user to authenticate (default: the calling user; the module accepts only that one).")
+    var user: String?
+
+    @Option(help: "The Puff record directory, where pictures/USER is read.")
+    var dir = "/etc/puff"
+
+    @Option(name: .customLong("pam-confdir"), help: "Read the PAM service from this directory (pam_start_confdir) instead of /etc/pam.d.")
+    var pamConfdir: String?
+
+    @Option(name: .customLong("grab-timeout"), help: "Seconds to keep trying when another program holds a grab.")
+    var grabTimeout = 2.0
+
+    @Flag(help: "Lock nothing: draw one gesture on --picture in a window and print it in the wire format.")
+    var draw = false
+
+    @Option(help: "The picture to draw on (with --draw).")
+    var picture: String?
+
+    @Option(help: "The drawing window's title (with --draw).")
+    var title = "puff-lock: draw your gesture"
+
+    @Flag(name: .customLong("print-layout"), help: "Print where the picture and the buttons are on stderr (for scripts and tests).")
+    var printLayout = false
+
+    func validate() throws {
+        guard grabTimeout >= 0, grabTimeout <= 60 else { throw ValidationError("--grab-timeout must be 0 to 60 seconds") }
+        guard draw == (picture != nil) else { throw ValidationError("--draw and --picture go together") }
+    }
+
+    func run() throws {
+        if draw { return try drawGesture() }
+        // A screen locker never runs as root: the module would then read the store itself,
+        // and a root process drawing on an X server the user controls is a needless risk.
+        guard getuid() != 0, geteuid() != 0 else {
+            Report.warn("refusing to run as root: run puff-lock as the user whose screen it locks")
+            throw ExitCode(LockExit.refused)
+        }
+        guard puff_forbid_dumps() == 0 else {
+            Report.warn("cannot disable core dumps: not locking")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        guard let name = user ?? Self.callingUser() else {
+            Report.warn("cannot tell who you are; use --user")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        let display: LockDisplay
+        do {
+            display = try LockDisplay()
+        } catch {
+            Report.warn("\(error)")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        var picture: LockPicture?
+        do {
+            picture = try LockPicture(path: dir + "/pictures/" + name)
+        } catch {
+            // Users without a gesture have no picture; the passcode keypad is shown alone.
+            picture = nil
+        }
+        let session = LockSession(display: display, user: name, picture: picture, printLayout: printLayout)
+        var callbacks = pam_conv(conv: { count, messages, responses, data in
+            guard let data else { return PAM_CONV_ERR }
+            return Unmanaged<LockSession>.fromOpaque(data).takeUnretainedValue()
+                .converse(count: count, messages: messages, responses: responses)
+        }, appdata_ptr: Unmanaged.passUnretained(session).toOpaque())
+        var handle: OpaquePointer?
+        let started = pamConfdir.map { pam_start_confdir(service, name, &callbacks, $0, &handle) }
+            ?? pam_start(service, name, &callbacks, &handle)
+        guard started == PAM_SUCCESS, let handle else {
+            Report.warn("cannot start PAM service \(service) (\(started)); not locking")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        do {
+            try display.lock(timeout: grabTimeout)
+        } catch {
+            pam_end(handle, started)
+            Report.warn("\(error)")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        display.releaseSleepLock()
+        Report.warn("locked \(name) (pointer through \(display.usesXInput2 ? "XInput2" : "the core protocol"))")
+        while true {
+            session.startAttempt()
+            let status = pam_authenticate(handle, 0)
+            if status == PAM_SUCCESS { break }
+            if !session.answeredPrompt {
+                // Nothing was asked (a locked account, a broken service): wait for the user.
+                if status != PAM_AUTH_ERR {
+                    let text = String(validatingCString: pam_strerror(handle, status)) ?? "error \(status)"
+                    Report.warn("pam_authenticate: \(text)")
+                    session.note("Authentication is unavailable: \(text).")
+                }
+                session.acknowledge()
+            } else if status != PAM_AUTH_ERR && status != PAM_MAXTRIES {
+                let text = String(validatingCString: pam_strerror(handle, status)) ?? "error \(status)"
+                Report.warn("pam_authenticate: \(text)")
+                session.note("Authentication failed: \(text).")
+            } else if session.messagesThisAttempt == 0 {
+                // Modules other than Puff (pam_unix) say nothing when the answer is wrong.
+                session.note("Authentication failed.")
+            }
+        }
+        // Like other lockers: refresh credentials (Kerberos tickets and the like); its result
+        // does not keep the screen locked.
+        _ = pam_setcred(handle, Int32(PAM_REFRESH_CRED))
+        pam_end(handle, PAM_SUCCESS)
+        Report.warn("unlocked \(name)")
+    }
+
+    /// `--draw`: one gesture on the picture, printed on stdout. It runs no PAM and reads only
+    /// the picture, so root may run it too (puff-enroll for another user).
+    private func drawGesture() throws {
+        guard puff_forbid_dumps() == 0 else {
+            Report.warn("cannot disable core dumps")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        let display: LockDisplay
+        let loaded: LockPicture
+        do {
+            display = try LockDisplay(title: title)
+            loaded = try LockPicture(path: picture ?? "")
+        } catch {
+            Report.warn("\(error)")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        let session = LockSession(display: display, user: Self.callingUser() ?? "", picture: loaded,
+                                  printLayout: printLayout, title: title)
+        display.show()
+        guard let secret = session.drawGesture() else {
+            Report.warn("cancelled")
+            throw ExitCode(LockExit.cancelled)
+        }
+        let written = secret.withUnsafeBytes { bytes -> Bool in
+            var line = [UInt8](repeating: 0, count: bytes.count + 1)
+            defer { line.withUnsafeMutableBytes { wipeBytes($0) } }
+            for index in 0..<bytes.count { line[index] = bytes[index] }
+            line[bytes.count] = UInt8(ascii: "\n")
+            var offset = 0
+            while offset < line.count {
+                let wrote = line.withUnsafeBytes { raw -> Int in
+                    guard let base = raw.baseAddress else { return 0 }
+                    return write(1, base + offset, raw.count - offset)
+                }
+                if wrote < 0 && errno == EINTR { continue }
+                if wrote <= 0 { return false }
+                offset += wrote
+            }
+            return true
+        }
+        guard written else {
+            Report.warn("cannot write the gesture on stdout")
+            throw ExitCode(1)
+        }
+    }
+
+    static func callingUser() -> String? {
+        guard let entry = getpwuid(getuid()), let name = entry.pointee.pw_name else { return nil }
+        return String(validatingCString: name)
+    }
+}

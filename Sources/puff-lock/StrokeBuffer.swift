@@ -1,0 +1,144 @@
+import Glibc
+import PuffCore
+import PuffPlatform
+
+/// The gesture being drawn: up to 16 parts of up to 4,096 points each, in picture pixels, in
+/// one fixed buffer that is allocated once, locked in memory when possible and wiped with
+/// `explicit_bzero` on every clear, so a stroke leaves no copy behind after a submission.
+final class StrokeBuffer {
+    /// One part: where its points sit in the buffer.
+    struct Part {
+        var kind: GesturePartKind
+        var start: Int
+        var count: Int
+    }
+
+    static let pointsPerPart = GestureLimits.maximumWirePointsPerPart
+    static let capacity = GestureLimits.maximumParts * pointsPerPart
+    /// A press that moves less than this (screen pixels) before the release is a tap.
+    static let tapTravel = 6.0
+
+    private let coordinates: UnsafeMutablePointer<Double>
+    private(set) var parts: [Part] = []
+    private var drawing: Part?
+    private var pressedAt: (x: Double, y: Double) = (0, 0)
+    private var travel = 0.0
+
+    init() {
+        coordinates = .allocate(capacity: 2 * Self.capacity)
+        coordinates.initialize(repeating: 0, count: 2 * Self.capacity)
+        _ = mlock(coordinates, 2 * Self.capacity * MemoryLayout<Double>.stride)
+        parts.reserveCapacity(GestureLimits.maximumParts)
+    }
+
+    deinit {
+        explicit_bzero(coordinates, 2 * Self.capacity * MemoryLayout<Double>.stride)
+        _ = munlock(coordinates, 2 * Self.capacity * MemoryLayout<Double>.stride)
+        coordinates.deallocate()
+    }
+
+    var isEmpty: Bool { parts.isEmpty && drawing == nil }
+    var isDrawing: Bool { drawing != nil }
+    var isFull: Bool { parts.count >= GestureLimits.maximumParts }
+
+    /// The parts to show: the finished ones and the one being drawn.
+    var visibleParts: [Part] { drawing.map { parts + [$0] } ?? parts }
+
+    func point(_ part: Part, _ index: Int) -> GesturePoint {
+        let offset = 2 * (part.start + index)
+        return GesturePoint(x: coordinates[offset], y: coordinates[offset + 1])
+    }
+
+    /// Starts a part at a press; false when the gesture already has 16 parts.
+    func begin(_ point: GesturePoint, screenX: Double, screenY: Double) -> Bool {
+        guard !isFull, drawing == nil else { return false }
+        let start = parts.count * Self.pointsPerPart
+        drawing = Part(kind: .path, start: start, count: 0)
+        pressedAt = (screenX, screenY)
+        travel = 0
+        append(point)
+        return true
+    }
+
+    /// Adds a point while the button is held (a point equal to the last one is skipped; a
+    /// full part keeps following the pointer with its last point).
+    func extend(_ point: GesturePoint, screenX: Double, screenY: Double) {
+        guard let part = drawing else { return }
+        travel = max(travel, hypot(screenX - pressedAt.x, screenY - pressedAt.y))
+        if part.count > 0 && self.point(part, part.count - 1) == point { return }
+        append(point)
+    }
+
+    /// Ends the part at the release: a tap at the press point when the pointer hardly moved,
+    /// a path otherwise.
+    func end(_ point: GesturePoint, screenX: Double, screenY: Double) {
+        extend(point, screenX: screenX, screenY: screenY)
+        guard var part = drawing else { return }
+        drawing = nil
+        if travel < Self.tapTravel || part.count < 2 {
+            part.kind = .tap
+            // The tap is where the press was; the rest is wiped.
+            wipe(from: part.start + 1, count: part.count - 1)
+            part.count = 1
+        }
+        parts.append(part)
+    }
+
+    private func append(_ point: GesturePoint) {
+        guard var part = drawing else { return }
+        if part.count == Self.pointsPerPart { part.count -= 1 }
+        let offset = 2 * (part.start + part.count)
+        coordinates[offset] = point.x
+        coordinates[offset + 1] = point.y
+        part.count += 1
+        drawing = part
+    }
+
+    /// Removes the last part (or the one being drawn).
+    func removeLast() {
+        if let part = drawing {
+            wipe(from: part.start, count: part.count)
+            drawing = nil
+        } else if let part = parts.popLast() {
+            wipe(from: part.start, count: part.count)
+        }
+    }
+
+    /// Removes everything and wipes the buffer.
+    func removeAll() {
+        explicit_bzero(coordinates, 2 * Self.capacity * MemoryLayout<Double>.stride)
+        parts.removeAll(keepingCapacity: true)
+        drawing = nil
+        travel = 0
+        pressedAt = (0, 0)
+    }
+
+    private func wipe(from start: Int, count: Int) {
+        guard count > 0 else { return }
+        explicit_bzero(coordinates + 2 * start, 2 * count * MemoryLayout<Double>.stride)
+    }
+
+    /// The gesture in the wire format (docs/gesture-format.md), in a wiped-on-release buffer;
+    /// nil when nothing was drawn or the gesture is not valid. The intermediate arrays are
+    /// wiped in place before they are released.
+    func serialized(width: Int, height: Int) -> SecretBuffer? {
+        guard !parts.isEmpty, drawing == nil else { return nil }
+        var gesture = Gesture(width: width, height: height, parts: [])
+        gesture.parts.reserveCapacity(parts.count)
+        for part in parts {
+            var points: [GesturePoint] = []
+            points.reserveCapacity(part.count)
+            for index in 0..<part.count { points.append(point(part, index)) }
+            gesture.parts.append(GesturePart(kind: part.kind, points: points))
+        }
+        defer {
+            for index in gesture.parts.indices {
+                gesture.parts[index].points.withUnsafeMutableBytes { wipeBytes($0) }
+            }
+        }
+        guard (try? gesture.validate()) != nil else { return nil }
+        var wire = GestureWire.serialize(gesture)
+        defer { wire.withUnsafeMutableBytes { wipeBytes($0) } }
+        return SecretBuffer(copying: wire)
+    }
+}
