@@ -160,7 +160,9 @@ struct LockScreenTests {
         try stage.fixture.write(stage.fixture.pamDirectory + "/puff-lock",
                                 "auth required \(stage.bin)/pam_puff.so nodelay helper=\(stage.helper)\naccount required pam_permit.so\n",
                                 mode: 0o644)
-        try FileManager.default.copyItem(atPath: lockBinary, toPath: stage.bin + "/puff-lock")
+        // cp(1), not copyItem: see Stage.copy (ETXTBSY from a write descriptor inherited by a fork).
+        let copied = try run("/bin/cp", [lockBinary, stage.bin + "/puff-lock"])
+        #expect(copied.status == 0, "\(copied.errors)")
         chmod(stage.bin + "/puff-lock", 0o755)
         return stage
     }
@@ -291,7 +293,8 @@ struct LockScreenTests {
     @Test func theShippedServiceAsksUsersWithoutARecordForTheirPassword() throws {
         let user = try TestUsers.ensure("puff-it-lena")
         let stage = try UnprivilegedTests.Stage()
-        try FileManager.default.copyItem(atPath: Self.lockBinary, toPath: stage.bin + "/puff-lock")
+        // cp(1), not copyItem: see Stage.copy (ETXTBSY from a write descriptor inherited by a fork).
+        #expect(try run("/bin/cp", [Self.lockBinary, stage.bin + "/puff-lock"]).status == 0)
         chmod(stage.bin + "/puff-lock", 0o755)
         let shipped = try String(contentsOfFile: Artefacts.repository.appendingPathComponent("pam.d/puff-lock").path, encoding: .utf8)
         let service = shipped.replacingOccurrences(of: " pam_puff.so nullok", with: " \(stage.bin)/pam_puff.so nullok nodelay helper=\(stage.helper)")
@@ -307,6 +310,10 @@ struct LockScreenTests {
         let group = try #require(getgrnam("shadow")).pointee.gr_gid
         chown(stage.shadow, 0, group)
 
+        // The lockers bind the stage's shadow over /etc/shadow for their whole life: no
+        // useradd may replace the suite's /etc/shadow meanwhile (it would detach that mount).
+        Hermetic.systemFiles.lockForReading()
+        defer { Hermetic.systemFiles.unlock() }
         let server = try XServer()
         let locker = try Locker(stage: stage, user: user, server: server, systemPassword: true)
         #expect(locker.waitFor("screen ready"), "\(locker.text)")
