@@ -13,6 +13,10 @@ MULTIARCH   := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu
 PAMDIR      ?= /usr/lib/$(MULTIARCH)/security
 BINDIR      ?= $(PREFIX)/sbin
 USERBINDIR  ?= $(PREFIX)/bin
+LIBDIR      ?= $(PREFIX)/lib/$(MULTIARCH)
+# Fleet mode's LDAP client (puff_ldap.c with libldap), loaded by the module and the helper only
+# when `backend = ldap` is set; `ldap_library` in puff.conf overrides the path.
+LDAP_LIBRARY := $(LIBDIR)/puff/puff-ldap.so
 SWIFT       ?= swift
 SWIFTC      ?= swiftc
 
@@ -27,15 +31,15 @@ EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARG
 	-Xfrontend -function-sections -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM \
 	-I Sources/CAudit -I Sources/CPuffBuild/include -I Sources/CModuleStart/include -I Sources/CHelperStart/include \
 	-I Sources/CLDAP/include
-EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -lm -lsodium -lpam -laudit -lldap -llber -Xlinker --gc-sections \
+EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -lm -lsodium -lpam -laudit -Xlinker --gc-sections \
 	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro -Xlinker --build-id
 CORE_SOURCES     := $(shell find Sources/PuffCore -name '*.swift' | sort)
 PLATFORM_SOURCES := $(shell find Sources/PuffPlatform -name '*.swift' | sort)
 PAM_SOURCES      := $(shell find Sources/PuffPAM -name '*.swift' | sort)
 HELPER_SOURCES   := $(shell find Sources/puff-check -name '*.swift' ! -name main.swift | sort)
 VERSION     := $(shell cat $(CURDIR)/VERSION)
-# The release and the helper's install path, compiled in (Sources/CPuffBuild).
-BUILD_DEFINES := -Xcc -DPUFF_VERSION='"$(VERSION)"' -Xcc -DPUFF_SBINDIR='"$(BINDIR)"'
+# The release, the helper's and the LDAP client's install paths, compiled in (Sources/CPuffBuild).
+BUILD_DEFINES := -Xcc -DPUFF_VERSION='"$(VERSION)"' -Xcc -DPUFF_SBINDIR='"$(BINDIR)"' -Xcc -DPUFF_LDAP_LIBRARY='"$(LDAP_LIBRARY)"'
 DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
 	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl scdoc libaudit-dev \
 	slapd ldap-utils libldap2-dev \
@@ -50,7 +54,7 @@ HARDEN_LINK := -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps module cli helper locker man completions test demo bench race fuzz killsweep faults valgrind timing tsan \
+.PHONY: all build deps module ldap-library cli helper locker man completions test demo bench race fuzz killsweep faults valgrind timing tsan \
 	install install-files install-packages uninstall deb deb-test clean
 
 all: build
@@ -72,7 +76,7 @@ install-packages:
 		exit $$status; \
 	fi
 
-module: deps build/pam_puff.so
+module: deps build/pam_puff.so build/puff-ldap.so
 
 $(EMBEDDED)/Glibc.o: Embedded/Glibc/Glibc.swift Embedded/Glibc/CGlibc/shim.h Embedded/Glibc/CGlibc/module.modulemap
 	mkdir -p $(EMBEDDED)
@@ -87,22 +91,33 @@ $(EMBEDDED)/PuffCore.o: $(CORE_SOURCES) $(EMBEDDED)/Glibc.o
 # changes only when they do (a package build passes PREFIX=/usr), and then so does the object.
 $(EMBEDDED)/build-defines: FORCE
 	@mkdir -p $(EMBEDDED)
-	@echo '$(VERSION) $(BINDIR)' | cmp -s - $@ || echo '$(VERSION) $(BINDIR)' > $@
+	@echo '$(VERSION) $(BINDIR) $(LDAP_LIBRARY)' | cmp -s - $@ || echo '$(VERSION) $(BINDIR) $(LDAP_LIBRARY)' > $@
 
 FORCE:
 
 $(EMBEDDED)/CPuffBuild.o: Sources/CPuffBuild/build.c Sources/CPuffBuild/include/puff_build.h $(EMBEDDED)/build-defines
 	mkdir -p $(EMBEDDED)
 	cc -O2 -fPIC -Wall -I Sources/CPuffBuild/include -DPUFF_VERSION='"$(VERSION)"' -DPUFF_SBINDIR='"$(BINDIR)"' \
-		-c Sources/CPuffBuild/build.c -o $@
+		-DPUFF_LDAP_LIBRARY='"$(LDAP_LIBRARY)"' -c Sources/CPuffBuild/build.c -o $@
 
 # Start-up code in C, as in the SwiftPM build: the helper drops its environment before
 # anything runs (.preinit_array). (CModuleStart, which hides SWIFT_* from a full runtime while
 # the module loads into a setuid host, is left out: the embedded module has no such runtime.)
-# Fleet mode's thin C layer over libldap (Sources/CLDAP), as SwiftPM builds it.
-$(EMBEDDED)/CLDAP.o: Sources/CLDAP/puff_ldap.c Sources/CLDAP/include/puff_ldap.h
+# Fleet mode's thin C layer over libldap (Sources/CLDAP): the module and the helper link only
+# its loader, which opens build/puff-ldap.so (installed in $(LIBDIR)/puff) the first time
+# `backend = ldap` needs it; libldap is not in their DT_NEEDED. Hidden visibility but for the
+# puff_ldap_* entry points, and -Bsymbolic: nothing of it binds to the host's symbols.
+$(EMBEDDED)/CLDAP.o: Sources/CLDAP/puff_ldap_loader.c Sources/CLDAP/include/puff_ldap.h
 	mkdir -p $(EMBEDDED)
 	cc -O2 -fPIC -Wall -I Sources/CLDAP/include -c $< -o $@
+
+ldap-library: deps build/puff-ldap.so
+
+build/puff-ldap.so: Sources/CLDAP/puff_ldap.c Sources/CLDAP/include/puff_ldap.h
+	mkdir -p build
+	cc -O2 -fPIC -Wall -fvisibility=hidden -shared -I Sources/CLDAP/include $< -o $@ \
+		-Wl,-Bsymbolic -Wl,-z,now -Wl,-z,relro -Wl,--as-needed -lldap -llber
+	chmod 0644 $@
 
 $(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/include/CHelperStart.h
 	mkdir -p $(EMBEDDED)
@@ -144,7 +159,7 @@ cli: deps
 # The setuid helper, Embedded Swift like the module (rules above): no Swift runtime to read
 # SWIFT_* variables or to load, and no RUNPATH (a setuid binary must not load libraries from a
 # toolchain path or from beside itself).
-helper: deps build/puff-check
+helper: deps build/puff-check build/puff-ldap.so
 
 build: module cli helper
 
@@ -179,7 +194,7 @@ HERMETIC := bash $(CURDIR)/scripts/hermetic.sh
 test: module helper
 	$(SWIFT) build --build-tests
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_HELPER=$(CURDIR)/build/puff-check \
-		PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
+		PUFF_LDAP_LIBRARY=$(CURDIR)/build/puff-ldap.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
 		$(HERMETIC) --label test -- $(SWIFT) test --skip-build --disable-xctest
 
 demo: build
@@ -254,6 +269,8 @@ install-files:
 	install -s -m 0644 build/pam_puff.so $(DESTDIR)$(PAMDIR)/pam_puff.so
 	install -m 0755 build/puff-enroll $(DESTDIR)$(BINDIR)/puff-enroll
 	install -s -m 4755 build/puff-check $(DESTDIR)$(BINDIR)/puff-check
+	install -d $(DESTDIR)$(LIBDIR)/puff
+	install -s -m 0644 build/puff-ldap.so $(DESTDIR)$(LDAP_LIBRARY)
 	install -m 0755 build/puff-pad $(DESTDIR)$(USERBINDIR)/puff-pad
 	install -d $(DESTDIR)/etc/pam.d
 	install -m 0644 pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-enroll
@@ -282,6 +299,7 @@ install-files:
 # Removes what `make install` put in place; the enrollments and counters stay (say so).
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_puff.so $(DESTDIR)$(BINDIR)/puff-enroll $(DESTDIR)$(BINDIR)/puff-check \
+		$(DESTDIR)$(LDAP_LIBRARY) \
 		$(DESTDIR)$(USERBINDIR)/puff-pad $(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-pad \
 		$(DESTDIR)$(SHAREDIR)/pam-configs/puff $(DESTDIR)$(SHAREDIR)/pam-configs/puff-authsucc \
 		$(DESTDIR)$(USERBINDIR)/puff-lock $(DESTDIR)/etc/pam.d/puff-lock

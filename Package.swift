@@ -46,8 +46,9 @@ let package = Package(
         .target(name: "CHelperStart", path: "Sources/CHelperStart"),
         .target(name: "CModuleStart", path: "Sources/CModuleStart"),
         // libldap for fleet mode (`backend = ldap`): a thin C layer over its variadic BER
-        // calls and NULL-terminated modify lists (Sources/CLDAP/include/puff_ldap.h).
-        .target(name: "CLDAP", path: "Sources/CLDAP",
+        // calls and NULL-terminated modify lists (Sources/CLDAP/include/puff_ldap.h), linked
+        // directly here; the Embedded Swift module and helper (`make`) link its loader instead.
+        .target(name: "CLDAP", path: "Sources/CLDAP", exclude: ["puff_ldap_loader.c"],
                 linkerSettings: [.linkedLibrary("ldap"), .linkedLibrary("lber")]),
         .target(name: "PuffCore"),
         // libaudit: records for locks and administrator resets, as pam_faillock sends.

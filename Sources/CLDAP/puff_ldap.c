@@ -504,3 +504,12 @@ void puff_ldap_diagnostic(LDAP *ld, char *buffer, size_t size) {
         ldap_memfree(message);
     }
 }
+
+int puff_ldap_abi(void) { return PUFF_LDAP_ABI; }
+
+/* Linked directly (the SwiftPM builds): libldap is already there. */
+int puff_ldap_load(const char *path, char *error, size_t size) {
+    (void)path;
+    if (size > 0) error[0] = 0;
+    return 0;
+}

@@ -43,6 +43,10 @@ public struct DirectorySettings: Equatable, Sendable {
     /// `fleet_host`: the name written beside each failure this host counts (default: the
     /// kernel's host name).
     public var hostName: String?
+    /// `ldap_library`: the LDAP client the module and the helper load when fleet mode is used
+    /// (`puff-ldap.so`, root-owned; default: where the build installs it, set by
+    /// `Configuration.load`).
+    public var libraryPath = "/usr/local/lib/x86_64-linux-gnu/puff/puff-ldap.so"
 
     /// The defaults (`backend = files`).
     public init() {}
@@ -106,6 +110,7 @@ public struct DirectorySettings: Equatable, Sendable {
         case "ldap_timeout": operationTimeout = try seconds()
         case "fleet_key": fleetKeyPath = try path()
         case "fleet_host": hostName = try text(255)
+        case "ldap_library": libraryPath = try path()
         default: return false
         }
         return true

@@ -6,4 +6,6 @@ public enum BuildInfo {
     public static var version: String { String(cString: puff_build_version()) }
     /// The setuid helper's installed path: `$(BINDIR)/puff-check` of the build.
     public static var helperPath: String { String(cString: puff_build_sbindir()) + "/puff-check" }
+    /// Fleet mode's LDAP client: `$(LIBDIR)/puff/puff-ldap.so` of the build (`ldap_library`).
+    public static var ldapLibraryPath: String { String(cString: puff_build_ldap_library()) }
 }

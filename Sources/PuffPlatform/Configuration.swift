@@ -12,6 +12,7 @@ public enum Configuration {
         var options = PuffOptions()
         // Where this build installs the helper (PREFIX-derived), not a fixed path.
         options.helperPath = BuildInfo.helperPath
+        options.directory.libraryPath = BuildInfo.ldapLibraryPath
         var warnings: [String] = []
         do {
             // `conf=` decides which file is read, so it is applied first.

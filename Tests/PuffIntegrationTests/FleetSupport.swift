@@ -161,6 +161,7 @@ func fleetHost(_ directory: FleetDirectory, name: String, key: Data, bind: Fleet
     let fixture = try Fixture()
     var config = "kdf_ops = 1\nkdf_mem_kib = 8\nbackend = ldap\nldap_base = \(FleetDirectory.base)\n"
         + "fleet_key = \(fixture.etc)/fleet.key\nfleet_host = \(name)\nldap_timeout = 5\nldap_network_timeout = 2\n"
+        + "ldap_library = \(Artefacts.ldapLibrary)\n"
     switch bind {
     case .socket:
         config += "ldap_uri = \(directory.ldapiURI)\n"

@@ -207,6 +207,51 @@ struct FleetTests {
         #expect(try good.authenticate(user, replies: ["135790"]).status == PAMCode.success)
     }
 
+    /// The module loads its LDAP client (`ldap_library`) only when fleet mode needs it, and only
+    /// a regular root-owned file that group and others cannot write, not through a symbolic
+    /// link. Anything else fails closed (PAM_AUTHINFO_UNAVAIL) with the reason in the log, and
+    /// counts nothing.
+    @Test func anLDAPClientThatCannotBeLoadedFailsClosedWithItsReason() throws {
+        let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
+        let fleet = try Fleet(user: "puff-it-fleet-lib")
+        let (directory, host1, user) = (fleet.directory, fleet.host1, fleet.user)
+        let scratch = directory.root + "/libraries"
+        #expect(mkdir(scratch, 0o755) == 0)
+        let real = try Data(contentsOf: URL(fileURLWithPath: Artefacts.ldapLibrary))
+        func copy(_ name: String, mode: mode_t, owner: uid_t = 0) throws -> String {
+            let path = scratch + "/" + name
+            try real.write(to: URL(fileURLWithPath: path))
+            #expect(chmod(path, mode) == 0 && chown(path, owner, 0) == 0)
+            return path
+        }
+        let symlinked = scratch + "/symlinked.so"
+        #expect(symlink(Artefacts.ldapLibrary, symlinked) == 0)
+        let notELF = scratch + "/not-elf.so"
+        try Data("not a shared object\n".utf8).write(to: URL(fileURLWithPath: notELF))
+        chmod(notELF, 0o644)
+        let cases: [(path: String, reason: String)] = [
+            (scratch + "/missing.so", "No such file or directory"),
+            (symlinked, "symbolic link"),
+            (try copy("group-writable.so", mode: 0o664), "not writable by group or others"),
+            (try copy("other-writable.so", mode: 0o646), "not writable by group or others"),
+            (try copy("not-root.so", mode: 0o644, owner: 65534), "owned by root"),
+            (notELF, "cannot be loaded: "),
+        ]
+        for (path, reason) in cases {
+            try host1.write(host1.conf, try String(contentsOfFile: host1.conf, encoding: .utf8)
+                            + "ldap_library = \(path)\n", mode: 0o600)
+            _ = capture.drain()
+            #expect(try host1.authenticate(user, replies: ["135790"]).status == PAMCode.authInfoUnavailable, "\(path)")
+            let lines = capture.drain().filter { $0.contains("pam_puff") && $0.contains("the LDAP client library \(path) cannot be loaded: ") }
+            #expect(lines.contains { $0.contains(reason) }, "\(path): \(lines)")
+        }
+        #expect(try directory.failures(user) == 0)
+        // The same copy, root-owned and 0644 again, loads.
+        let good = try copy("good.so", mode: 0o644)
+        try host1.write(host1.conf, try String(contentsOfFile: host1.conf, encoding: .utf8) + "ldap_library = \(good)\n", mode: 0o600)
+        #expect(try host1.authenticate(user, replies: ["135790"]).status == PAMCode.success)
+    }
+
     /// A syncrepl consumer gets the records, but it cannot count: with the provider down the
     /// increment is refused (a referral to the provider), so the login fails closed.
     @Test func aReadOnlyConsumerCannotCountSoLoginsFailClosed() throws {

@@ -33,6 +33,43 @@ struct ModuleBinaryTests {
         #expect(!text.contains("cannot print value"), "\(binary) interpolates a value it cannot print")
     }
 
+    /// Fleet mode's LDAP client (libldap, liblber, and through them SASL, GnuTLS, nettle...)
+    /// is loaded from puff-ldap.so only when `backend = ldap` is used: neither the module, which
+    /// every sshd, su and login loads, nor the setuid helper needs it, directly or through
+    /// another library.
+    @Test(arguments: [Artefacts.module, UnprivilegedTests.helperBinary])
+    func needsNoLDAPClient(_ binary: String) throws {
+        let dynamic = try run("/usr/bin/readelf", ["-d", binary])
+        #expect(dynamic.status == 0, "\(dynamic.errors)")
+        let needed = dynamic.lines.filter { $0.contains("(NEEDED)") }
+        #expect(needed.contains { $0.contains("libc.so") })
+        let client = ["libldap", "liblber", "libsasl2", "libgnutls", "libnettle", "libhogweed", "libp11-kit", "libgmp"]
+        for library in client {
+            #expect(!needed.contains { $0.contains(library) }, "\(binary) needs \(library)")
+        }
+        // Nor anything it needs (the dynamic loader's own list of what it would load).
+        let loaded = try run("/usr/bin/ldd", [binary])
+        #expect(loaded.status == 0, "\(loaded.errors)")
+        #expect(loaded.output.contains("libsodium"))
+        for library in client {
+            #expect(!loaded.output.contains(library), "\(binary) loads \(library): \(loaded.output)")
+        }
+    }
+
+    /// The library it loads instead: libldap's client, exporting only the puff_ldap_* calls.
+    @Test func theLDAPClientLibraryExportsOnlyItsEntryPoints() throws {
+        let dynamic = try run("/usr/bin/readelf", ["-d", Artefacts.ldapLibrary])
+        #expect(dynamic.status == 0, "\(dynamic.errors)")
+        #expect(dynamic.lines.contains { $0.contains("(NEEDED)") && $0.contains("libldap") })
+        #expect(dynamic.output.contains("SYMBOLIC"))
+        let symbols = try run("/usr/bin/nm", ["-D", "--defined-only", "--extern-only", Artefacts.ldapLibrary])
+        #expect(symbols.status == 0)
+        let names = Set(symbols.lines.compactMap { $0.split(separator: " ").last.map(String.init) })
+        #expect(names == ["puff_ldap_abi", "puff_ldap_open", "puff_ldap_bind_external", "puff_ldap_bind_simple",
+                          "puff_ldap_close", "puff_ldap_read_user", "puff_ldap_user_free", "puff_ldap_count_failure",
+                          "puff_ldap_modify", "puff_ldap_error_text", "puff_ldap_diagnostic"])
+    }
+
     @Test func exportsOnlyThePAMEntryPoints() throws {
         // --extern-only: symbols another object could bind to (local dynsym entries cannot).
         let symbols = try run("/usr/bin/nm", ["-D", "--defined-only", "--extern-only", Artefacts.module])

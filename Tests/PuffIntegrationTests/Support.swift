@@ -12,7 +12,7 @@ enum PAMCode {
     static let ignore: Int32 = 25
 }
 
-/// Where the built artefacts are: `make test` exports PUFF_MODULE and PUFF_BIN; a bare
+/// Where the built artefacts are: `make test` exports PUFF_MODULE, PUFF_LDAP_LIBRARY and PUFF_BIN; a bare
 /// `swift test` falls back to the usual build locations.
 enum Artefacts {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -22,6 +22,10 @@ enum Artefacts {
     }
     static var binaries: String {
         ProcessInfo.processInfo.environment["PUFF_BIN"] ?? repository.appendingPathComponent(".build/debug").path
+    }
+    /// Fleet mode's LDAP client, which the module and the helper load (`ldap_library`).
+    static var ldapLibrary: String {
+        ProcessInfo.processInfo.environment["PUFF_LDAP_LIBRARY"] ?? repository.appendingPathComponent("build/puff-ldap.so").path
     }
     static var harness: String { binaries + "/puff-pam-harness" }
     static var enroll: String { binaries + "/puff-enroll" }

@@ -1,30 +1,54 @@
 /* The few libldap calls Puff's directory client needs, with C signatures Swift can call:
  * libldap's BER parsing (ber_scanf) is variadic and its modify lists are NULL-terminated
  * arrays of pointers, which are clumsy and error-prone to build from Swift. Everything here is
- * single-valued and bounded; nothing is kept between calls. */
+ * single-valued and bounded; nothing is kept between calls.
+ *
+ * Two implementations of this header:
+ * - puff_ldap.c, the calls themselves, linked with libldap. The SwiftPM builds (puff-enroll,
+ *   the tests) link it directly; `make` also builds it alone into puff-ldap.so, installed in
+ *   $(LIBDIR)/puff/.
+ * - puff_ldap_loader.c, for the Embedded Swift module and setuid helper: the same functions
+ *   forward to puff-ldap.so, which `puff_ldap_load` opens on the first use of fleet mode, so a
+ *   host that never sets `backend = ldap` never maps libldap, its TLS library or SASL. */
 #ifndef PUFF_LDAP_H
 #define PUFF_LDAP_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+/* puff-ldap.so is built with hidden visibility; only these entry points are exported. */
+#define PUFF_LDAP_API __attribute__((visibility("default")))
+
 typedef struct ldap LDAP;
+
+/* Returned by every call when the implementation could not be loaded (never an LDAP code). */
+#define PUFF_LDAP_UNAVAILABLE (-1000)
+/* The version of this interface; the loader refuses a puff-ldap.so of another one. */
+#define PUFF_LDAP_ABI 1
+PUFF_LDAP_API int puff_ldap_abi(void);
+
+/* Makes the implementation available. Linked directly: nothing to do, 0. Through the loader:
+ * the first call that succeeds loads `path` (absolute; a regular file owned by root and not
+ * writable by group or others, opened without following a symbolic link), and later calls
+ * return 0 whatever their path; on failure, PUFF_LDAP_UNAVAILABLE with the reason in
+ * `error[0..<size]`, and the next call tries again. Thread-safe. */
+int puff_ldap_load(const char *path, char *error, size_t size);
 
 /* Opens a handle for `uri` (ldapi://, ldaps:// or ldap:// with `start_tls` set), with
  * protocol 3, no referral chasing, a network (connect) timeout and an operation timeout in
  * milliseconds, TLS certificates always required and checked against `ca_file` (or the
  * system's store when NULL), and StartTLS done when asked. 0 or an LDAP result code. */
-int puff_ldap_open(const char *uri, const char *ca_file, int start_tls, int network_timeout_ms,
+PUFF_LDAP_API int puff_ldap_open(const char *uri, const char *ca_file, int start_tls, int network_timeout_ms,
                    int operation_timeout_ms, LDAP **out);
 
 /* SASL EXTERNAL (the peer credentials of an ldapi socket, or a TLS client certificate). */
-int puff_ldap_bind_external(LDAP *ld, int timeout_ms);
+PUFF_LDAP_API int puff_ldap_bind_external(LDAP *ld, int timeout_ms);
 
 /* A simple bind with `dn` and the password in `password[0..<length]`. */
-int puff_ldap_bind_simple(LDAP *ld, const char *dn, const void *password, size_t length, int timeout_ms);
+PUFF_LDAP_API int puff_ldap_bind_simple(LDAP *ld, const char *dn, const void *password, size_t length, int timeout_ms);
 
 /* Closes the handle. */
-void puff_ldap_close(LDAP *ld);
+PUFF_LDAP_API void puff_ldap_close(LDAP *ld);
 
 /* What `puff_ldap_read_user` found; `dn` and the byte values are malloc'd (free with
  * `puff_ldap_user_free`). Absent integer attributes are -1, absent byte values NULL. */
@@ -46,14 +70,14 @@ typedef struct {
 /* Finds the one entry under `base` (subtree) whose uid is `uid` (escaped here) and reads the
  * Puff attributes; `want_picture` also reads puffPicture. Returns 0 with `found` set to 0 when
  * there is no such entry; LDAP_SIZELIMIT_EXCEEDED (4) when there are several. */
-int puff_ldap_read_user(LDAP *ld, const char *base, const char *uid, int want_picture, int timeout_ms,
+PUFF_LDAP_API int puff_ldap_read_user(LDAP *ld, const char *base, const char *uid, int want_picture, int timeout_ms,
                         puff_ldap_user *user, int *found);
-void puff_ldap_user_free(puff_ldap_user *user);
+PUFF_LDAP_API void puff_ldap_user_free(puff_ldap_user *user);
 
 /* Counts one failure: one Modify that increments puffFailures by 1 (RFC 4525) and replaces
  * puffLastFailure and puffLastFailureHost, with the RFC 4527 post-read control (critical) for
  * puffFailures: `*failures` is the count this very modification produced. */
-int puff_ldap_count_failure(LDAP *ld, const char *dn, long long now, const char *host, int timeout_ms,
+PUFF_LDAP_API int puff_ldap_count_failure(LDAP *ld, const char *dn, long long now, const char *host, int timeout_ms,
                             long long *failures);
 
 /* One change of a modify: op is 0 add, 1 delete, 2 replace (LDAP_MOD_*); `value` NULL for no
@@ -66,11 +90,11 @@ typedef struct {
 } puff_ldap_change;
 
 /* One Modify with `count` single-valued changes, applied atomically by the server. */
-int puff_ldap_modify(LDAP *ld, const char *dn, const puff_ldap_change *changes, int count, int timeout_ms);
+PUFF_LDAP_API int puff_ldap_modify(LDAP *ld, const char *dn, const puff_ldap_change *changes, int count, int timeout_ms);
 
 /* The text for an LDAP result code, and the server's diagnostic message for the last
  * operation on `ld` (copied into `buffer`, possibly empty). */
-const char *puff_ldap_error_text(int code);
-void puff_ldap_diagnostic(LDAP *ld, char *buffer, size_t size);
+PUFF_LDAP_API const char *puff_ldap_error_text(int code);
+PUFF_LDAP_API void puff_ldap_diagnostic(LDAP *ld, char *buffer, size_t size);
 
 #endif

@@ -56,6 +56,7 @@ public struct DirectoryConnection: ~Copyable {
     /// An open, bound handle; closed again when the bind fails.
     private static func connect(_ settings: DirectorySettings) throws(StoreError) -> OpaquePointer {
         guard settings.isEnabled, !settings.uris.isEmpty else { throw .configuration("backend = ldap needs ldap_uri") }
+        try loadClient(settings.libraryPath)
         let uriList = settings.uris.joined(separator: " ")
         let timeout = Int32(clamping: settings.operationTimeout * 1000)
         var opened: OpaquePointer?
@@ -186,6 +187,17 @@ public struct DirectoryConnection: ~Copyable {
             }
         }
         guard code == 0 else { throw Self.error(code, "modify \(dn)", handle: handle) }
+    }
+
+    /// Makes libldap available. The module and the helper load it from `ldap_library` on the
+    /// first use (Sources/CLDAP/puff_ldap_loader.c); a build linked with it has nothing to do.
+    private static func loadClient(_ path: String) throws(StoreError) {
+        var buffer = [CChar](repeating: 0, count: 512)
+        let code = path.withCString { puff_ldap_load($0, &buffer, buffer.count) }
+        guard code != 0 else { return }
+        let reason = buffer.withUnsafeBufferPointer { $0.baseAddress.flatMap { String(validatingCString: $0) } }
+        throw .directory("the LDAP client library \(path) cannot be loaded: "
+                         + LogText.escape(reason ?? "unknown error", limit: 300))
     }
 
     /// The LDAP result code `code` of `what`, with the server's diagnostic.
