@@ -34,6 +34,16 @@ ok "puff-check is 4755 root"
 module=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)/security/pam_puff.so
 readelf -S "$module" | grep -q '\.symtab' && fail "the module is not stripped"
 ok "module $module, $(stat -c %s "$module") bytes, stripped"
+# Fleet mode's LDAP client: its own library, loaded only with backend = ldap.
+ldap_library=$(dirname "$(dirname "$module")")/puff/puff-ldap.so
+[ "$(stat -c '%a %U %F' "$ldap_library")" = "644 root regular file" ] || fail "$ldap_library is not a root 0644 file"
+readelf -S "$ldap_library" | grep -q '\.symtab' && fail "$ldap_library is not stripped"
+readelf -d "$ldap_library" | grep -q 'NEEDED.*libldap' || fail "$ldap_library does not link libldap"
+ldd "$ldap_library" | grep -q 'not found' && fail "$ldap_library: $(ldd "$ldap_library" | grep 'not found')"
+for binary in "$module" /usr/sbin/puff-check; do
+	ldd "$binary" | grep -qE 'libldap|liblber|libsasl2|libgnutls' && fail "$binary loads the LDAP client: $(ldd "$binary")"
+done
+ok "$ldap_library (root 0644, stripped, every library found); module and puff-check load no LDAP client"
 
 pam-auth-update --enable puff
 grep -E 'pam_puff|pam_unix' /etc/pam.d/common-auth
