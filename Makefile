@@ -307,6 +307,7 @@ uninstall:
 	for tool in puff-enroll puff-pad; do rm -f $(DESTDIR)$(SHAREDIR)/bash-completion/completions/$$tool \
 		$(DESTDIR)$(SHAREDIR)/zsh/vendor-completions/_$$tool $(DESTDIR)$(SHAREDIR)/fish/vendor_completions.d/$$tool.fish; done
 	rm -rf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff
+	if [ -d $(DESTDIR)$(LIBDIR)/puff ]; then rmdir --ignore-fail-on-non-empty $(DESTDIR)$(LIBDIR)/puff; fi
 	@echo "Left in place: $(DESTDIR)/etc/puff (host key, records, pictures, puff.conf) and"
 	@echo "$(DESTDIR)/var/lib/puff (lockout counters). Remove them, and every enrollment, with:"
 	@echo "    rm -rf $(DESTDIR)/etc/puff $(DESTDIR)/var/lib/puff"
