@@ -28,7 +28,7 @@ cp "$HERE/deb-test-inside.sh" "$HERE/deb-test-term.py" "$work/"
 set +e
 unshare --mount --pid --fork --net --propagation private -- /bin/bash -euo pipefail -c '
 	work=$1; deb=$2
-	layer=$(mktemp -d /tmp/puff-debtest-layer-XXXXXX)
+	layer=$(mktemp -d "$work/layer-XXXXXX")  # under $work: removed with it on exit
 	mount -t tmpfs -o mode=0755 tmpfs "$layer"
 	mkdir "$layer/upper" "$layer/work" "$layer/root"
 	root=$layer/root
