@@ -139,18 +139,26 @@ struct FleetTests {
         #expect(try host2.authenticate(user, replies: ["000001"]).status == PAMCode.authError)
 
         // Stopped while attempts run on both hosts: every result is a failure or
-        // PAM_AUTHINFO_UNAVAIL, never a success, and every reported failure was counted.
+        // PAM_AUTHINFO_UNAVAIL, never a success, and every reported failure was counted. The
+        // attempts go on until four have started after the stop returned (a fast machine can
+        // finish any fixed number before it), at most 400.
         let collected = Codes()
+        let stopped = Codes()
+        let finished = DispatchSemaphore(value: 0)
         let services = [host1.pamDirectory, host2.pamDirectory]
         let attempts = Thread {
-            for index in 0..<24 {
+            var afterStop = 0
+            for index in 0..<400 where afterStop < 4 {
+                if !stopped.all.isEmpty { afterStop += 1 }
                 collected.append(Self.login(services[index % 2], user, String(format: "%06d", 600_000 + index)))
             }
+            finished.signal()
         }
         attempts.start()
         usleep(400_000)
         directory.stop()
-        while collected.all.count < 24 { usleep(50_000) }
+        stopped.append(1)
+        finished.wait()
         let codes = collected.all
         #expect(codes.allSatisfy { $0 == PAMCode.authError || $0 == PAMCode.authInfoUnavailable }, "\(codes)")
         #expect(codes.contains(PAMCode.authInfoUnavailable))
