@@ -508,8 +508,10 @@ void puff_ldap_diagnostic(LDAP *ld, char *buffer, size_t size) {
 int puff_ldap_abi(void) { return PUFF_LDAP_ABI; }
 
 /* Linked directly (the SwiftPM builds): libldap is already there. */
-int puff_ldap_load(const char *path, char *error, size_t size) {
-    (void)path;
+int puff_ldap_is_loaded(void) { return 1; }
+
+int puff_ldap_load(int fd, char *error, size_t size) {
+    (void)fd;
     if (size > 0) error[0] = 0;
     return 0;
 }

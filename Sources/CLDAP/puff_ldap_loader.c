@@ -4,15 +4,15 @@
  * `backend = ldap` never loads libldap, liblber, SASL or the TLS library (what they cost a host
  * that loads pam_puff.so: docs/fleet.md).
  *
- * The file must be a regular file owned by root and not writable by group or others; it is
- * opened with O_NOFOLLOW, checked with fstat, and the descriptor checked is the one loaded
- * (dlopen of /proc/self/fd/N), so it cannot be swapped between the check and the load. It is
+ * The caller (DirectoryClient.swift) walks the path from / as every trusted file is walked and
+ * opens the file with O_NOFOLLOW; here the file must be a regular file owned by root and not
+ * writable by group or others (fstat), and the descriptor checked is the one loaded (dlopen of
+ * /proc/self/fd/N), so it cannot be swapped between the check and the load. It is
  * loaded RTLD_NOW | RTLD_LOCAL (nothing of libldap resolves the host's symbols or leaks into
  * them) and never unloaded. SwiftPM does not compile this file (Package.swift excludes it). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,32 +43,20 @@ static void failed(char *error, size_t size, const char *format, const char *det
     if (size > 0) snprintf(error, size, format, detail ? detail : "");
 }
 
-/* Opens and checks `path`, loads it and fills `table`: 0, or -1 with `error` set. */
-static int load(const char *path, struct table *table, char *error, size_t size) {
-    if (!path || path[0] != '/') {
-        failed(error, size, "%s", "the path is not absolute");
-        return -1;
-    }
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        failed(error, size, "%s", errno == ELOOP ? "it is a symbolic link" : strerror(errno));
-        return -1;
-    }
+/* Checks the file open at `fd`, loads it and fills `table`: 0, or -1 with `error` set. */
+static int load(int fd, struct table *table, char *error, size_t size) {
     struct stat st;
     if (fstat(fd, &st) != 0) {
         failed(error, size, "fstat: %s", strerror(errno));
-        close(fd);
         return -1;
     }
     if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
         failed(error, size, "%s", "it must be a regular file owned by root and not writable by group or others");
-        close(fd);
         return -1;
     }
     char name[64];
     snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
     void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    close(fd);
     if (!handle) {
         const char *reason = dlerror();
         failed(error, size, "%s", reason ? reason : "dlopen failed");
@@ -103,14 +91,14 @@ static int load(const char *path, struct table *table, char *error, size_t size)
     return 0;
 }
 
-int puff_ldap_load(const char *path, char *error, size_t size) {
+int puff_ldap_load(int fd, char *error, size_t size) {
     if (size > 0) error[0] = 0;
     pthread_mutex_lock(&lock);
     int code = 0;
     if (!is_loaded) {
         struct table table;
         memset(&table, 0, sizeof table);
-        if (load(path, &table, error, size) == 0) {
+        if (load(fd, &table, error, size) == 0) {
             loaded = table;
             is_loaded = 1;
         } else {
@@ -119,6 +107,13 @@ int puff_ldap_load(const char *path, char *error, size_t size) {
     }
     pthread_mutex_unlock(&lock);
     return code;
+}
+
+int puff_ldap_is_loaded(void) {
+    pthread_mutex_lock(&lock);
+    int result = is_loaded;
+    pthread_mutex_unlock(&lock);
+    return result;
 }
 
 /* The table once loaded, else NULL; the lock orders the read after the load. */

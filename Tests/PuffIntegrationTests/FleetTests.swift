@@ -216,8 +216,8 @@ struct FleetTests {
     }
 
     /// The module loads its LDAP client (`ldap_library`) only when fleet mode needs it, and only
-    /// a regular root-owned file that group and others cannot write, not through a symbolic
-    /// link. Anything else fails closed (PAM_AUTHINFO_UNAVAIL) with the reason in the log, and
+    /// a regular root-owned file that group and others cannot write, in directories walked
+    /// from / like every trusted file's, not through a symbolic link. Anything else fails closed (PAM_AUTHINFO_UNAVAIL) with the reason in the log, and
     /// counts nothing.
     @Test func anLDAPClientThatCannotBeLoadedFailsClosedWithItsReason() throws {
         let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
@@ -237,8 +237,15 @@ struct FleetTests {
         let notELF = scratch + "/not-elf.so"
         try Data("not a shared object\n".utf8).write(to: URL(fileURLWithPath: notELF))
         chmod(notELF, 0o644)
+        // A directory that group members could write to: the walk from / refuses it.
+        let shared = directory.root + "/shared"
+        #expect(mkdir(shared, 0o755) == 0 && chmod(shared, 0o775) == 0)
+        try real.write(to: URL(fileURLWithPath: shared + "/good.so"))
+        chmod(shared + "/good.so", 0o644)
         let cases: [(path: String, reason: String)] = [
-            (scratch + "/missing.so", "No such file or directory"),
+            (scratch + "/missing.so", "open: ENOENT"),
+            (shared + "/good.so", "refusing \(shared)"),
+            ("/proc/self/fd/0", "refusing /proc/self"),
             (symlinked, "symbolic link"),
             (try copy("group-writable.so", mode: 0o664), "not writable by group or others"),
             (try copy("other-writable.so", mode: 0o646), "not writable by group or others"),

@@ -27,12 +27,16 @@ typedef struct ldap LDAP;
 #define PUFF_LDAP_ABI 1
 PUFF_LDAP_API int puff_ldap_abi(void);
 
+/* Whether the implementation is there: 1 when linked directly or already loaded, else 0. */
+int puff_ldap_is_loaded(void);
+
 /* Makes the implementation available. Linked directly: nothing to do, 0. Through the loader:
- * the first call that succeeds loads `path` (absolute; a regular file owned by root and not
- * writable by group or others, opened without following a symbolic link), and later calls
- * return 0 whatever their path; on failure, PUFF_LDAP_UNAVAILABLE with the reason in
- * `error[0..<size]`, and the next call tries again. Thread-safe. */
-int puff_ldap_load(const char *path, char *error, size_t size);
+ * loads the library open at `fd` (the caller walked its path from / with the trusted-file
+ * checks and opened it with O_NOFOLLOW; it must be a regular file owned by root and not
+ * writable by group or others, checked again here with fstat), once: later calls return 0.
+ * On failure, PUFF_LDAP_UNAVAILABLE with the reason in `error[0..<size]`; the next call tries
+ * again. `fd` stays the caller's. Thread-safe. */
+int puff_ldap_load(int fd, char *error, size_t size);
 
 /* Opens a handle for `uri` (ldapi://, ldaps:// or ldap:// with `start_tls` set), with
  * protocol 3, no referral chasing, a network (connect) timeout and an operation timeout in

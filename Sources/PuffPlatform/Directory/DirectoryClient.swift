@@ -190,14 +190,37 @@ public struct DirectoryConnection: ~Copyable {
     }
 
     /// Makes libldap available. The module and the helper load it from `ldap_library` on the
-    /// first use (Sources/CLDAP/puff_ldap_loader.c); a build linked with it has nothing to do.
+    /// first use (Sources/CLDAP/puff_ldap_loader.c): its directory walked from `/` like every
+    /// trusted file's (root-owned, no symbolic link), the file opened without following one,
+    /// and that descriptor loaded. A build linked with libldap has nothing to do.
     private static func loadClient(_ path: String) throws(StoreError) {
+        guard puff_ldap_is_loaded() == 0 else { return }
+        func failure(_ reason: String) -> StoreError {
+            .directory("the LDAP client library \(path) cannot be loaded: " + LogText.escape(reason, limit: 300))
+        }
+        let bytes = Array(path.utf8)
+        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")), slash + 1 < bytes.count else {
+            throw failure("not the path of a file")
+        }
+        let parent = slash == 0 ? "/" : String(decoding: bytes[..<slash], as: UTF8.self)
+        let name = String(decoding: bytes[(slash + 1)...], as: UTF8.self)
+        let directory: TrustedDirectory
+        do {
+            directory = try TrustedDirectory(parent)
+        } catch {
+            throw failure(error.description)
+        }
+        let file: FileDescriptor
+        do {
+            file = try directory.descriptor.open(name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)
+        } catch {
+            throw failure(error == Errno(ELOOP) ? "it is a symbolic link" : "open: \(error)")
+        }
         var buffer = [CChar](repeating: 0, count: 512)
-        let code = path.withCString { puff_ldap_load($0, &buffer, buffer.count) }
+        let code = puff_ldap_load(file.rawValue, &buffer, buffer.count)
         guard code != 0 else { return }
         let reason = buffer.withUnsafeBufferPointer { $0.baseAddress.flatMap { String(validatingCString: $0) } }
-        throw .directory("the LDAP client library \(path) cannot be loaded: "
-                         + LogText.escape(reason ?? "unknown error", limit: 300))
+        throw failure(reason ?? "unknown error")
     }
 
     /// The LDAP result code `code` of `what`, with the server's diagnostic.
