@@ -129,10 +129,20 @@ public struct Authenticator {
                 tally = counted
                 if isGesture {
                     guard let template else { return failed("a gesture was sent but none is enrolled") }
-                    if let problem = Self.gestureProblem(passcode, template) { return failed(problem) }
+                    if let problem = Self.gestureProblem(passcode, template, naming: options.debug) {
+                        return failed(problem)
+                    }
                     tally = counted.clearingFailures()
                     try save(tally)
-                    return .success(rehashed: false)
+                    // A version-1 template is migrated after a success, as passcode hashes are rehashed.
+                    guard template.version < GestureTemplate.encodingVersion, var stored = record.gesture else {
+                        return .success(rehashed: false)
+                    }
+                    stored.sealedTemplate = try GestureSealing.seal(template.upgraded(), for: account, hostKey: hostKey)
+                    var migrated = record
+                    migrated.gesture = stored
+                    try records.save(migrated)
+                    return .success(rehashed: true)
                 }
                 guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
                 let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
@@ -186,8 +196,10 @@ public struct Authenticator {
         BootID.current()
     }
 
-    /// Why a serialized gesture does not verify against `template`, or `nil` when it does.
-    static func gestureProblem(_ secret: borrowing SecureBytes, _ template: GestureTemplate) -> String? {
+    /// Why a serialized gesture does not verify against `template`, or `nil` when it does;
+    /// `naming` (the `debug` option) adds the failing part and rule, never a coordinate.
+    static func gestureProblem(_ secret: borrowing SecureBytes, _ template: GestureTemplate,
+                               naming: Bool = false) -> String? {
         secret.withBytes { bytes -> String? in
             let attempt: Gesture
             do {
@@ -198,6 +210,7 @@ public struct Authenticator {
             }
             let result = GestureMatcher.verify(template, attempt)
             if result.passed { return nil }
+            if naming, let detail = result.detail { return "gesture did not match (\(detail))" }
             return "gesture did not match" + (result.failure.map { " (\($0))" } ?? "")
         }
     }

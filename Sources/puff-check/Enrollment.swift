@@ -132,16 +132,13 @@ enum Enrollment {
                 return .failure(RuleError("the picture is neither PNG nor JPEG"))
             }
             do {
-                let parameters = try options.gestureParameters()
+                let settings = try options.gestureRecognizerSettings()
                 let first = try secret.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
                 let second = try confirm.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
                 guard first.width == second.width, first.height == second.height else {
                     return .failure(RuleError("the two gestures are for different picture sizes"))
                 }
-                let template = try GestureEnroller.build(from: first, parameters: parameters)
-                guard GestureMatcher.verify(template, second).passed else {
-                    return .failure(RuleError("the confirmation does not match the first gesture"))
-                }
+                let template = try GestureEnroller.build(drawings: [first, second], settings: settings)
                 return .success(.gesture(template, picture))
             } catch {
                 return .failure(RuleError("gesture refused: \(error)"))
