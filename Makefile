@@ -21,7 +21,7 @@ MODULE_FLAGS := -c release --product PuffPAM --scratch-path .build-module --disa
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps module cli helper test demo bench race fuzz killsweep faults valgrind timing tsan install uninstall clean
+.PHONY: all build deps module cli helper test demo bench gesture-eval race fuzz killsweep faults valgrind timing tsan install uninstall clean
 
 all: build
 
@@ -75,6 +75,15 @@ bench: build timing
 	$(SWIFT) build -c release --product gesture-bench
 	bash scripts/bench.sh
 	.build/release/gesture-bench
+
+# The workload table of issue 13 (simulated genuine users and attackers, baseline and
+# version-2 matcher), an ROC curve in build/gesture-roc.svg, and a smaller replay of the same
+# attempts through libpam and build/pam_puff.so (scripts/gesture-eval.sh). Figures, not a test.
+gesture-eval: module
+	$(SWIFT) build -c release --product gesture-eval
+	$(SWIFT) build --product puff-enroll
+	$(SWIFT) build --product puff-pam-harness
+	PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/gesture-eval.sh
 
 # Simultaneous attempts on one user through Puff and pam_faillock, counted side by side.
 race: module

@@ -27,6 +27,7 @@ while let argument = arguments.next() {
 }
 
 let seed: UInt64 = 13
+nonisolated(unsafe) var currentLabel = ""
 var setupRandom = Random(state: seed)
 let gestures = workloadGestures(random: &setupRandom)
 let enrollmentsPerGesture = 5
@@ -68,6 +69,8 @@ struct Tally {
     var currentAccepted = 0
     var enrollmentFailures = 0
     var currentRules: [String: Int] = [:]
+    /// Attempts and v2 acceptances by the gesture's part count.
+    var byParts: [Int: (attempts: Int, accepted: Int)] = [:]
 
     func percent(_ count: Int) -> Double { attempts == 0 ? 0 : 100 * Double(count) / Double(attempts) }
 }
@@ -96,11 +99,13 @@ func run(enrollAs: Redraw, settings: GestureRecognizerSettings = explored,
             for _ in 0..<perEnrollment {
                 let attempt = attack(ideal, &random)
                 tally.attempts += 1
+                tally.byParts[ideal.parts.count, default: (0, 0)].attempts += 1
                 if GestureMatcher.verify(enrolled.baseline, attempt).passed { tally.baselineAccepted += 1 }
                 let result = GestureMatcher.verify(enrolled.current, attempt)
                 if result.passed {
                     tally.currentAccepted += 1
-                    if getenv("EVAL_VERBOSE") != nil { complain("accepted: \(ideal.name) parts \(ideal.parts.count)\n") }
+                    tally.byParts[ideal.parts.count, default: (0, 0)].accepted += 1
+                    if getenv("EVAL_VERBOSE") != nil { complain("accepted: \(currentLabel) | \(ideal.name) parts \(ideal.parts.count)\n") }
                 } else {
                     let key = result.detail.map { $0.rule.rawValue } ?? String(describing: result.failure)
                     tally.currentRules[key, default: 0] += 1
@@ -161,7 +166,9 @@ print(" v2 = version-2 template with the default settings; the definition is the
 print("| workload | baseline (v1) | v2 | goal | v2 refusals by rule |")
 print("|---|---|---|---|---|")
 var allMet = true
+var breakdowns: [String] = []
 for (index, row) in rows.enumerated() {
+    currentLabel = row.label
     let tally = run(enrollAs: row.enrollAs, attempts: attemptsPerRow, rowSeed: UInt64(index + 1), attack: row.attack)
     let measure = row.isGenuine ? "FRR" : "FAR"
     let baseline = row.isGenuine ? tally.percent(tally.attempts - tally.baselineAccepted) : tally.percent(tally.baselineAccepted)
@@ -171,12 +178,20 @@ for (index, row) in rows.enumerated() {
     allMet = allMet && met && tally.enrollmentFailures == 0
     let rules = tally.currentRules.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
     let enrollNote = tally.enrollmentFailures > 0 ? " (\(tally.enrollmentFailures) enrollments failed)" : ""
+    if !row.isGenuine, tally.currentAccepted > 0 {
+        let parts = tally.byParts.sorted { $0.key < $1.key }.map { count, value in
+            "\(count) parts \(format(100 * Double(value.accepted) / Double(max(1, value.attempts)))) (\(value.accepted)/\(value.attempts))"
+        }
+        breakdowns.append("  \(row.label): v2 FAR by part count: " + parts.joined(separator: ", "))
+    }
     print("| \(row.label) (n=\(tally.attempts))\(enrollNote) | \(measure) \(format(baseline)) | \(measure) \(format(current))\(met ? "" : " ✗") | \(row.goal) | \(rules) |")
 }
+if !breakdowns.isEmpty { print(""); breakdowns.forEach { print($0) } }
 print("\nevery goal met by v2: \(allMet ? "yes" : "NO")")
 
 // ROC: FRR at σ 1 % against the shoulder-surfer's FAR, over the tolerance factor (v2) and
 // the tolerance square (baseline).
+currentLabel = "ROC"
 let rocAttempts = max(100, attemptsPerRow / 2)
 var currentCurve: [(factor: Double, frr: Double, far: Double)] = []
 for step in 0...15 {

@@ -154,12 +154,12 @@ public enum GestureEnroller {
                 storedPoints.append(resampled.map { scale.milliPoint($0) })
             }
         }
+        if gesture.parts.count == 1 {
+            guard gesture.parts[0].kind == .path, longestPath >= minimumSinglePathLength else { throw .tooSimple }
+        }
         let span = GestureShape.extent(everything)
         guard GestureShape.squareRoot(span.width * span.width + span.height * span.height) >= minimumGestureSpan else {
             throw .allInOneSpot
-        }
-        if gesture.parts.count == 1 {
-            guard gesture.parts[0].kind == .path, longestPath >= minimumSinglePathLength else { throw .tooSimple }
         }
         return GestureTemplate(checkedWidth: gesture.width, height: gesture.height, settings: settings,
                                storedPoints: storedPoints, kinds: gesture.parts.map(\.kind),

@@ -47,9 +47,9 @@ public struct GestureRecognizerSettings: Equatable, Sendable {
     }
 
     /// A part's place tolerance grows with the spread learned at enrollment up to this factor.
-    static let spreadCeiling = 1.4
+    static let spreadCeiling = 1.25
     /// The spread learned at enrollment is multiplied by this before it is compared.
-    static let spreadFactor = 0.7
+    static let spreadFactor = 1.0
     /// Added (in quadrature) to the place scale of a path: its centroid moves a little when
     /// the ends are trimmed, which a tap cannot do.
     static let pathPlaceFloor = 0.003
@@ -305,7 +305,19 @@ enum GestureRecognizer {
         shift.y /= Double(max(1, real))
         let shiftSquare = shift.x * shift.x + shift.y * shift.y
         let partCount = Double(max(1, real))
-        let shiftScale = settings.shiftLimit * settings.shiftLimit * (1 + 1 / (4 * partCount))
+        // The user's consistency, learned at enrollment: how far the confirmations' parts lay
+        // from the definition, relative to the common shift (per axis, over the residual
+        // degrees of freedom). A steady hand keeps the tight default, a looser one gets up to
+        // `spreadCeiling` times more room, for the place and the shift alike.
+        var spreadSquares = 0.0
+        for spread in spreads { spreadSquares += spread * spread }
+        let residualFreedom = Double(2 * max(1, stored.count - 1))
+        let consistency = GestureShape.squareRoot(spreadSquares / residualFreedom)
+        let widening = min(GestureRecognizerSettings.spreadCeiling,
+                           max(1, GestureRecognizerSettings.spreadFactor * consistency / settings.placeTolerance))
+        let placeScale = settings.placeTolerance * widening
+        let shiftLimit = settings.shiftLimit * widening
+        let shiftScale = shiftLimit * shiftLimit * (1 + 1 / (4 * partCount))
         let shiftTerm = shiftSquare / shiftScale
         var placeScore = shiftTerm
 
@@ -335,9 +347,7 @@ enum GestureRecognizer {
             let overflowOK = drawnLength <= settings.overflow * storedLength + slack
                 && drawnExtent.width <= boxFactor * storedExtent.width + slack
                 && drawnExtent.height <= boxFactor * storedExtent.height + slack
-            let spread = slot < spreads.count ? spreads[slot] : 0
-            let tolerance = min(settings.placeTolerance * GestureRecognizerSettings.spreadCeiling,
-                                max(settings.placeTolerance, spread * GestureRecognizerSettings.spreadFactor))
+            let tolerance = placeScale
             let floor = storedKind == .tap ? 0 : GestureRecognizerSettings.pathPlaceFloor
             let placeTerm = placeSquare / (tolerance * tolerance * max(0.25, 1 - 1 / partCount) + floor * floor)
             let weight = slot < real ? 1.0 : 0.0
