@@ -44,7 +44,7 @@ func writeROC(current: [(factor: Double, frr: Double, far: Double)],
             }
         }
     }
-    svg += "<text x=\"\(x(span) - 250)\" y=\"\(y(span) + 20)\" fill=\"#555\">dots: tolerance ×0.5…×2.0 (v2), 3…9 % squares (v1)</text>\n"
+    svg += "<text x=\"\(x(span) - 420)\" y=\"\(y(span) + 20)\" fill=\"#555\">dots: tolerance ×0.5…×2.0 (v2), 3…9 % squares (v1); beyond 50 % drawn on the edge</text>\n"
     svg += "</svg>\n"
     writeFile(path, svg)
 }
