@@ -27,25 +27,39 @@ let package = Package(
                        providers: [.apt(["libpam0g-dev"])]),
         .systemLibrary(name: "CSodium", path: "Sources/CSodium",
                        providers: [.apt(["libsodium-dev"])]),
-        // stb_image (Debian's libstb), used by puff-enroll to read picture sizes; never in the module.
+        // stb_image (Debian's libstb), used by puff-pad to decode pictures (as root only in an
+        // unprivileged child); never in the module, the helper or puff-enroll.
         .systemLibrary(name: "CStb", path: "Sources/CStb", providers: [.apt(["libstb-dev"])]),
         // libchafa (and the GLib it is built on) renders pictures as terminal text in puff-pad.
         .systemLibrary(name: "CChafa", path: "Sources/CChafa", pkgConfig: "chafa",
                        providers: [.apt(["libchafa-dev", "libglib2.0-dev"])]),
+        // The release and the install paths chosen by the build (`make` passes them to the C compiler).
+        .target(name: "CPuffBuild"),
+        // Start-up code that runs before the Swift runtime reads SWIFT_* variables: the
+        // helper drops its whole environment (.preinit_array), the module hides SWIFT_*
+        // entries while its runtime starts in a setuid host (a priority-101 constructor).
+        .target(name: "CHelperStart", path: "Sources/CHelperStart"),
+        .target(name: "CModuleStart", path: "Sources/CModuleStart"),
+        // libldap for fleet mode (`backend = ldap`): a thin C layer over its variadic BER
+        // calls and NULL-terminated modify lists (Sources/CLDAP/include/puff_ldap.h).
+        .target(name: "CLDAP", path: "Sources/CLDAP",
+                linkerSettings: [.linkedLibrary("ldap"), .linkedLibrary("lber")]),
         .target(name: "PuffCore"),
-        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium"]),
-        .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM"],
+        // libaudit: records for locks and administrator resets, as pam_faillock sends.
+        .systemLibrary(name: "CAudit", path: "Sources/CAudit", providers: [.apt(["libaudit-dev"])]),
+        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CLDAP"]),
+        .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CModuleStart"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [
-            "PuffCore", "PuffPlatform", "CStb",
+            "PuffCore", "PuffPlatform",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The setuid-root helper for unprivileged callers (like pam_unix's unix_chkpwd): no
         // Foundation, no argument parser; libpam only for the system-password proof.
-        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "CPAM"]),
+        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CHelperStart"]),
         // The terminal pad: draws gestures on the picture and runs a PAM login; not setuid.
         .executableTarget(name: "puff-pad", dependencies: [
-            "PuffCore", "CPAM", "CStb", "CChafa",
+            "PuffCore", "CPAM", "CStb", "CChafa", "CPuffBuild",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // `make bench`: gesture verification time against input size.

@@ -2,7 +2,7 @@
 # make killsweep: kill Puff with SIGKILL at every point where it touches its files, then
 # check that nothing is torn, lost or rolled back. Needs root and strace.
 #
-# Phase 1, strace: for each operation and each of openat, flock, write, pwrite64, fsync and
+# Phase 1, strace: for each operation and each of openat, flock, write, fsync, linkat and
 # renameat, `strace -f -e inject=SYSCALL:signal=SIGKILL:when=K` for K = 1 up to one past the
 # number of such calls the operation makes (the dynamic loader's openat calls included),
 # counted first with `strace -f -c`. The K values are taken from the last call backwards,
@@ -29,7 +29,7 @@ iterations=${KILL_ITERATIONS:-1000}
 source scripts/sweep-common.sh
 
 scenarios=(auth-wrong auth-right auth-gesture enroll-passcode enroll-gesture)
-syscalls=(openat flock write pwrite64 fsync renameat)
+syscalls=(openat flock write fsync linkat renameat)
 declare -A calls runs killed outcomes
 violations=0
 counted_then_killed=0
@@ -40,10 +40,15 @@ violation() {
     echo "VIOLATION: $*"
 }
 
-# The value of the last counter write that completed in strace log $1, or $2 if none.
+# The failure count of the last counter that was committed in strace log $1, or $2 if none:
+# a counter is a new file (write of "puff-tally …") that counts once its rename completed.
 last_counter_write() {
     local value
-    value=$(sed -n 's/.*pwrite64([0-9]*, "puff-tally [0-9]*\\nfailures \([0-9]*\)\\n.*, 512, 0) = 512$/\1/p' "$1" | tail -n 1)
+    value=$(awk '
+        /write\([0-9]+, "puff-tally [0-9]+\\nfailures [0-9]+\\n/ {
+            line = $0; sub(/.*\\nfailures /, "", line); sub(/\\n.*/, "", line); pending = line; next }
+        /renameat2?\(.*= 0$/ { if (pending != "") committed = pending; pending = ""; next }
+        END { print committed }' "$1")
     echo "${value:-$2}"
 }
 
@@ -98,7 +103,7 @@ echo "phase 1: ${strace_budget} of ${#plan[@]} strace kill points; phase 2: ${ra
 for ((i = 0; i < strace_budget; i++)); do
     read -r scenario sc k <<<"${plan[$i]}"
     before=$(failures)
-    run_operation "$scenario" strace -f -qq -s 64 -o "$work/log" -e trace=pwrite64,"$sc" \
+    run_operation "$scenario" strace -f -qq -s 64 -o "$work/log" -e trace=write,renameat,renameat2,"$sc" \
         -e inject="$sc":signal=SIGKILL:when="$k"
     status=$?
     runs[$scenario.$sc]=$(( ${runs[$scenario.$sc]:-0} + 1 ))

@@ -98,14 +98,14 @@ failures() {
     case $n in '' | *[!0-9]*) echo ERR ;; *) echo "$n" ;; esac
 }
 
-# Decodes the counter file by hand: exactly 512 bytes, the text format (version 1 or 2:
-# the counters first, then version 2's further fields), zero padding.
+# Decodes the counter file by hand: at most 512 bytes, the text format (version 1, 2 or 3:
+# the counters first, then the further fields), zero padding only in files of older versions.
 counter_file_ok() {
     [ -f "$counter" ] || return 0
-    [ "$(stat -c %s "$counter")" = 512 ] || return 1
+    [ "$(stat -c %s "$counter")" -le 512 ] || return 1
     local text
     text=$(tr -d '\0' <"$counter")
-    [[ $text =~ ^puff-tally\ [12]$'\n'failures\ [0-9]+$'\n'last-failure\ [0-9]+$'\n'locked-until\ [0-9]+($'\n'[a-z-]+\ [0-9a-f-]+)*$ ]]
+    [[ $text =~ ^puff-tally\ [123]$'\n'failures\ [0-9]+$'\n'last-failure\ [0-9]+$'\n'locked-until\ [0-9]+($'\n'[a-z-]+\ [0-9a-f-]+)*$ ]]
 }
 
 # Which record is stored: "old" (byte for byte, with the old picture), "new" (the change

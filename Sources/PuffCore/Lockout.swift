@@ -11,8 +11,13 @@ public struct LockoutPolicy: Equatable, Sendable {
     /// the last entry for every later failure. A 0 entry means "until an admin resets".
     /// The default follows iOS: 1, 5, 15, 15 and 60 minutes.
     public var delays: [Int64] = [60, 300, 900, 900, 3600]
-    /// Lock root too (by default root is never locked, as with pam_faillock).
-    public var evenDenyRoot = false
+    /// Lock root too. On by default: root's Puff secret has the same guess budget as
+    /// anyone's (`root_exempt` turns it off, which leaves root's PIN open to unlimited
+    /// guessing by anyone who can run `su`).
+    public var evenDenyRoot = true
+    /// Failures in a row after which only an administrator's reset helps (iOS stops at 10);
+    /// 0 means no cap.
+    public var maxFailures: UInt32 = 10
 
     /// The default policy.
     public init() {}
@@ -36,7 +41,11 @@ public struct LockoutPolicy: Equatable, Sendable {
         }
         next.failures = next.failures == UInt32.max ? UInt32.max : next.failures + 1
         next.lastFailure = now
-        if deny > 0, next.failures >= deny {
+        next.serial = tally.serial == UInt64.max ? UInt64.max : tally.serial + 1
+        next.clearedSerial = tally.clearedSerial
+        if deny > 0, maxFailures > 0, next.failures >= maxFailures {
+            next.lockedUntil = Tally.untilReset
+        } else if deny > 0, next.failures >= deny {
             let index = Int(min(next.failures - deny, UInt32(Int32.max)))
             let delay = delays.isEmpty ? 0 : delays[min(index, delays.count - 1)]
             if delay == 0 {
@@ -81,6 +90,22 @@ public struct Tally: Equatable, Sendable {
     public var passcodeBoot: String = ""
     /// An administrator asked for the passcode (`puff-enroll lock`).
     public var adminLock = false
+    /// Attempts ever counted for this user: each attempt's number, taken when it is counted
+    /// (before its secret is checked), says which failures were counted after it.
+    public var serial: UInt64 = 0
+    /// The number of the latest attempt whose success (or an admin reset) cleared the count;
+    /// a success of an older attempt, finishing later, clears nothing.
+    public var clearedSerial: UInt64 = 0
+    /// The file did not parse (cut short, scribbled on): the account is locked until an
+    /// administrator's reset rewrites it. Never stored.
+    public var isDamaged = false
+
+    /// What a counter that does not parse reads as: never zero, locked until reset.
+    public static var damaged: Tally {
+        var tally = Tally(failures: UInt32.max, lastFailure: 0, lockedUntil: untilReset)
+        tally.isDamaged = true
+        return tally
+    }
 
     /// An empty tally.
     public init(failures: UInt32 = 0, lastFailure: Int64 = 0, lockedUntil: Int64 = 0) {
@@ -99,13 +124,30 @@ public struct Tally: Equatable, Sendable {
         return next
     }
 
+    /// This tally after the success of the attempt numbered `attempt` (its `serial` when it
+    /// was counted): the failures counted after it (attempts still running, or failed since)
+    /// stay counted, with their lock; those before it are cleared. When a newer success or a
+    /// reset already cleared past `attempt`, nothing changes (`nil`).
+    public func settlingSuccess(of attempt: UInt64, deny: UInt32) -> Tally? {
+        guard attempt > clearedSerial, attempt <= serial else { return nil }
+        let after = serial - attempt
+        var next = after == 0 ? clearingFailures() : self
+        next.clearedSerial = attempt
+        if after > 0 {
+            next.failures = UInt32(clamping: after)
+            next.gestureFailures = min(gestureFailures, next.failures)
+            if deny == 0 || next.failures < deny { next.lockedUntil = 0 }
+        }
+        return next
+    }
+
     /// Largest encoded size accepted when reading.
     public static let maximumEncodedSize = 1024
 
     /// The on-disk text: a version line, then `key value` lines.
     public func encoded() -> [UInt8] {
         Array("""
-        puff-tally 2
+        puff-tally 3
         failures \(failures)
         last-failure \(lastFailure)
         locked-until \(lockedUntil)
@@ -113,20 +155,25 @@ public struct Tally: Equatable, Sendable {
         passcode-at \(passcodeAt)
         passcode-boot \(passcodeBoot.isEmpty ? "-" : passcodeBoot)
         admin-lock \(adminLock ? 1 : 0)
+        serial \(serial)
+        cleared-serial \(clearedSerial)
 
         """.utf8)
     }
 
     private static let version1Keys: Set<String> = ["failures", "last-failure", "locked-until"]
     private static let version2Keys = version1Keys.union(["gesture-failures", "passcode-at", "passcode-boot", "admin-lock"])
+    private static let version3Keys = version2Keys.union(["serial", "cleared-serial"])
 
     /// Parses `encoded()` output strictly. Version 1 files (counters only) read as a tally
     /// whose passcode was never used, so the next login asks for the passcode.
     public static func decode(_ bytes: some Collection<UInt8>) throws(RecordFormatError) -> Tally {
         let isVersion1 = bytes.starts(with: Array("puff-tally 1\n".utf8))
-        let fields = try KeyValueText.parse(bytes, header: isVersion1 ? "puff-tally 1" : "puff-tally 2",
+        let isVersion2 = bytes.starts(with: Array("puff-tally 2\n".utf8))
+        let fields = try KeyValueText.parse(bytes, header: isVersion1 ? "puff-tally 1" : isVersion2 ? "puff-tally 2" : "puff-tally 3",
                                             maximumSize: maximumEncodedSize,
-                                            keys: isVersion1 ? version1Keys : version2Keys, optional: [])
+                                            keys: isVersion1 ? version1Keys : isVersion2 ? version2Keys : version3Keys,
+                                            optional: [])
         // Canonical decimal only: Swift's parsers also take "+1", "-0" and "01".
         func canonical<T: FixedWidthInteger>(_ key: String, _ type: T.Type) -> T? {
             guard let text = fields[key], let value = T(text), String(value) == text else { return nil }
@@ -149,6 +196,13 @@ public struct Tally: Equatable, Sendable {
         tally.passcodeAt = passcodeAt
         tally.passcodeBoot = boot == "-" ? "" : boot
         tally.adminLock = adminLock == 1
+        if isVersion2 { return tally }
+        guard let serial = canonical("serial", UInt64.self),
+              let cleared = canonical("cleared-serial", UInt64.self), cleared <= serial else {
+            throw .badValue
+        }
+        tally.serial = serial
+        tally.clearedSerial = cleared
         return tally
     }
 }

@@ -23,10 +23,17 @@ public struct PuffOptions: Equatable, Sendable {
     public var tryFirstPass = false
     /// Use a token set by an earlier module in the stack, failing when there is none.
     public var useFirstPass = false
+    /// This line runs after the password succeeded (pam_faillock's `authsucc`): it takes back
+    /// the failure this transaction's earlier Puff line counted when the password that
+    /// succeeded is the text typed at Puff's prompt. It prompts for nothing and decides nothing.
+    public var authSucc = false
     /// The lockout policy.
     public var lockout = LockoutPolicy()
     /// When the gesture is trusted and when the passcode is required instead.
     public var quickFactor = QuickFactorPolicy()
+    /// The weakest passcode type accepted, at enrollment and at login (a record of a weaker
+    /// type enrolled earlier is refused, counted, until it is changed); `nil` accepts all.
+    public var minimumPasscode: PasscodeType?
     /// How long an attempt waits for another attempt on the same user to finish, in seconds.
     public var lockWaitSeconds: Int64 = 30
     /// argon2id cost for new hashes.
@@ -40,6 +47,8 @@ public struct PuffOptions: Equatable, Sendable {
     public var gestureHitRatioPercent = 70.0
     /// Largest attempt raster size allowed, in percent of the stored one (anti-scribble).
     public var gestureOverflowPercent = 140.0
+    /// Fleet mode: records and the fleet-wide counter in an LDAP directory (DirectoryOptions.swift).
+    public var directory = DirectorySettings()
 
     /// The gesture parameters the four percentages describe, or the reason they cannot work together.
     public func gestureParameters() throws(OptionError) -> GestureParameters {
@@ -155,7 +164,19 @@ public enum OptionParser {
         case "nodelay": options.noDelay = try flag()
         case "try_first_pass": options.tryFirstPass = try flag()
         case "use_first_pass": options.useFirstPass = try flag()
+        case "authsucc":
+            // Only a service line can know it sits after the password; in the file it would
+            // turn every Puff line into one.
+            guard source == .argument else { return "'authsucc' is ignored inside the configuration file" }
+            options.authSucc = try flag()
         case "even_deny_root": options.lockout.evenDenyRoot = try flag()
+        case "root_exempt": options.lockout.evenDenyRoot = !(try flag())
+        case "max_failures": options.lockout.maxFailures = UInt32(try integer(0...1_000_000))
+        case "min_passcode":
+            guard let type = PasscodeType(rawValue: String(try text())) else {
+                throw OptionError(key: name, reason: "must be digits4, digits6, numeric or alphanumeric")
+            }
+            options.minimumPasscode = type
         case "deny": options.lockout.deny = UInt32(try integer(0...1_000_000))
         case "fail_interval": options.lockout.failInterval = try duration()
         case "unlock_time": options.lockout.delays = [try duration()]
@@ -185,6 +206,8 @@ public enum OptionParser {
         case "kdf_mem_kib":
             options.kdf.memoryKiB = UInt32(try integer(Int64(Argon2Parameters.memoryKiBRange.lowerBound)...Int64(Argon2Parameters.memoryKiBRange.upperBound)))
         default:
+            // Fleet mode's keys (DirectoryOptions.swift).
+            if try options.directory.apply(name, value) { return nil }
             return "unknown option '\(LogText.escape(name))' ignored"
         }
         return nil

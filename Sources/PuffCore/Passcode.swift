@@ -10,6 +10,20 @@ public enum PasscodeType: String, CaseIterable, Sendable {
     /// Printable ASCII (space included), within `PasscodeRules.alphanumericLength`.
     case alphanumeric
 
+    /// Strength order for `min_passcode`: digits4 < digits6 < numeric (at least 6 digits when
+    /// it has to meet digits6 or more) < alphanumeric.
+    var rank: Int {
+        switch self {
+        case .digits4: 0
+        case .digits6: 1
+        case .numeric: 2
+        case .alphanumeric: 3
+        }
+    }
+
+    /// Whether this type is at least as strong as `minimum`.
+    public func meets(_ minimum: PasscodeType) -> Bool { rank >= minimum.rank }
+
     /// The allowed length in bytes.
     public var lengthRange: ClosedRange<Int> {
         switch self {
@@ -34,6 +48,10 @@ public enum PasscodeRuleViolation: Error, Equatable, Sendable {
     /// One of the PINs people choose most often, or a trivial pattern (all one digit,
     /// a run up or down, a repeated pair or triple).
     case tooCommon
+    /// Weaker than the administrator's `min_passcode`.
+    case belowMinimum(PasscodeType)
+    /// Six digits or fewer for root, whose account anyone with `su` can attack.
+    case tooWeakForRoot
 
     /// A message for the person enrolling; it never repeats the passcode.
     public var message: String {
@@ -45,7 +63,12 @@ public enum PasscodeRuleViolation: Error, Equatable, Sendable {
         case .notDigits: "this passcode type allows digits only"
         case .notPrintable: "the passcode may contain printable ASCII characters only"
         case .reservedPrefix: "a passcode may not start with 'puff-gesture:'"
-        case .tooCommon: "this passcode is among the most common ones or follows a trivial pattern; choose another"
+        case .tooCommon: "this passcode is among the most common ones, looks like a date or follows a trivial pattern; choose another"
+        case .belowMinimum(let minimum):
+            "the administrator requires at least a \(minimum.rawValue) passcode (min_passcode)"
+                + (minimum == .digits6 || minimum == .numeric ? " (numeric ones of 6 digits or more)" : "")
+        case .tooWeakForRoot:
+            "a passcode of 6 digits or fewer is too weak for root (anyone who can run su can guess at it); choose a longer one or pass --allow-weak"
         }
     }
 }
@@ -69,9 +92,18 @@ public enum PasscodeRules {
 
     /// Checks `passcode` against `type`. `allowWeak` lets an administrator accept a
     /// common or trivial PIN on purpose; the other rules always apply.
+    /// `minimum` is the administrator's `min_passcode` (never waived); `isRoot` refuses
+    /// passcodes of 6 digits or fewer unless `allowWeak`.
     public static func violation(of passcode: some Collection<UInt8>, as type: PasscodeType,
-                                 allowWeak: Bool = false) -> PasscodeRuleViolation? {
+                                 allowWeak: Bool = false, minimum: PasscodeType? = nil,
+                                 isRoot: Bool = false) -> PasscodeRuleViolation? {
         if passcode.starts(with: gesturePrefix) { return .reservedPrefix }
+        if let minimum {
+            if !type.meets(minimum) { return .belowMinimum(minimum) }
+            if type == .numeric, minimum.rank >= PasscodeType.digits6.rank, passcode.count < 6 {
+                return .belowMinimum(minimum)
+            }
+        }
         for byte in passcode where byte < 0x20 || byte > 0x7e { return .notPrintable }
         guard type.lengthRange.contains(passcode.count) else {
             return .wrongLength(allowed: type.lengthRange)
@@ -79,6 +111,7 @@ public enum PasscodeRules {
         let digitsOnly = passcode.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
         if type != .alphanumeric && !digitsOnly { return .notDigits }
         if !allowWeak && isWeak(Array(passcode), digitsOnly: digitsOnly) { return .tooCommon }
+        if isRoot && !allowWeak && digitsOnly && passcode.count <= 6 { return .tooWeakForRoot }
         return nil
     }
 
@@ -87,7 +120,22 @@ public enum PasscodeRules {
         if bytes.allSatisfy({ $0 == first }) { return true }
         guard digitsOnly else { return false }
         if commonPINs.contains(String(decoding: bytes, as: UTF8.self)) { return true }
-        return isTrivialPattern(bytes)
+        return isTrivialPattern(bytes) || isDateShaped(bytes)
+    }
+
+    /// Four digits that read as a date or a year: MMDD, DDMM, MMYY (any year) and YYYY from
+    /// 1900 to 2099 — birthdays and years are among the first guesses of anyone who knows
+    /// the user. 1,598 of the 10,000 four-digit PINs.
+    static func isDateShaped(_ digits: [UInt8]) -> Bool {
+        guard digits.count == 4 else { return false }
+        let values = digits.map { Int($0) - 0x30 }
+        let first = values[0] * 10 + values[1], second = values[2] * 10 + values[3]
+        let year = first * 100 + second
+        if (1900...2099).contains(year) { return true }
+        let days = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        func isDay(_ day: Int, ofMonth month: Int) -> Bool { (1...12).contains(month) && (1...days[month - 1]).contains(day) }
+        if isDay(second, ofMonth: first) || isDay(first, ofMonth: second) { return true }
+        return (1...12).contains(first)  // MMYY
     }
 
     /// Runs up or down (`1234`, `9876`, `7890`), and short units repeated (`1212`, `123123`).

@@ -55,6 +55,20 @@ public enum LogText {
         return out
     }
 
+    /// `escape` that also writes the space and `=` as `\x20` and `\x3d`, for the value of a
+    /// `key=value` field: no byte of it can end the field or start another.
+    public static func escapeField(_ bytes: some Sequence<UInt8>, limit: Int = 64) -> String {
+        var out = ""
+        for scalar in escape(bytes, limit: limit).unicodeScalars {
+            switch scalar {
+            case " ": out += "\\x20"
+            case "=": out += "\\x3d"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
     /// Escapes a Swift string's UTF-8 bytes.
     public static func escape(_ text: String, limit: Int = 64) -> String {
         escape(text.utf8, limit: limit)

@@ -36,13 +36,16 @@ extension ModuleContext {
             case .configuration: PAM_SERVICE_ERR
             case .crypto: PAM_SYSTEM_ERR
             case .system(_, _, let errno) where errno.rawValue == ENOMEM: PAM_BUF_ERR
-            case .system, .unsafe, .tooLarge, .format, .lockTimeout, .wrongOwner, .tampered: PAM_AUTHINFO_UNAVAIL
+            case .system, .unsafe, .tooLarge, .format, .lockTimeout, .wrongOwner, .tampered, .directory: PAM_AUTHINFO_UNAVAIL
             }
         }
     }
 
     /// The whole authentication, as one function of the module's inputs.
     func authenticate(arguments: [String]?) -> ModuleResult {
+        // The take-back line runs in every login of a stack that has it: with nothing to take
+        // back it returns before any work.
+        if let arguments, arguments.contains("authsucc") { return takeBackAfterPasswordSuccess(arguments: arguments) }
         do {
             try Sodium.initialize()
         } catch {
@@ -53,6 +56,8 @@ extension ModuleContext {
             log(LOG_ERR, "module arguments are not valid UTF-8 or exceed the limits")
             return .badArguments
         }
+        // A failure left by an earlier pam_authenticate on this handle is not this one's.
+        forgetPendingFailure()
         // Not root (a screen locker checking its own user): the setuid helper does the store
         // work, under puff.conf's settings.
         let unprivileged = geteuid() != 0
@@ -101,7 +106,10 @@ extension ModuleContext {
         } else {
             let status = preflight.lock
             if status != .open {
-                log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))")
+                log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))"
+                    + (preflight.counterDamaged ? " (the counter file does not parse; puff-enroll reset rewrites it)" : "")
+                    + "; \(attemptContext())")
+                audit(.refusedWhileLocked, backend)
                 complain(lockMessage(status), silent: silent)
                 return .denied
             }
@@ -137,8 +145,9 @@ extension ModuleContext {
 
         let noun = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
         let outcome: Authenticator.Outcome
+        var counted: Authenticator.CountedFailure?
         do {
-            outcome = try backend.attempt(secret)
+            outcome = try backend.attempt(secret, counted: &counted)
         } catch {
             log(LOG_ERR, "user \(userForLog): \(error); failing closed")
             return .failure(error)
@@ -151,20 +160,36 @@ extension ModuleContext {
             if let reason = preflight.notEnrolledReason, options.debug {
                 log(LOG_DEBUG, "user \(userForLog): \(reason)")
             }
+            logAuthenticationFailure(user: rawName ?? "(invalid)")
             log(LOG_NOTICE, "user \(userForLog): authentication failure")
             complain("Puff: wrong \(noun).", silent: silent)
             return .denied
         case .failure(let failures, let lock, let detail):
+            // For an `authsucc` line after the password module: if that module accepts this
+            // same text as the system password, the failure is taken back.
+            if let counted {
+                recordInHistory(counted, options)
+                do {
+                    if !remember(try PendingFailure(failure: counted, secret: secret)) {
+                        log(LOG_WARNING, "user \(userForLog): could not keep the failure for authsucc")
+                    }
+                } catch {
+                    log(LOG_WARNING, "user \(userForLog): \(error); the failure cannot be taken back by authsucc")
+                }
+            }
+            logAuthenticationFailure(user: rawName ?? "(invalid)")
             log(LOG_NOTICE, "user \(userForLog): authentication failure (\(failures) in a row)\(detail.isEmpty ? "" : "; " + detail)")
             if lock == .open {
                 complain("Puff: wrong \(noun).", silent: silent)
             } else {
                 log(LOG_WARNING, "user \(userForLog): \(describe(lock))")
+                audit(.locked(untilReset: lock == .lockedUntilReset), backend)
                 complain("Puff: wrong \(noun). " + lockMessage(lock, prefix: false), silent: silent)
             }
             return .denied
         case .locked(let status):
-            log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))")
+            log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status)); \(attemptContext())")
+            audit(.refusedWhileLocked, backend)
             complain(lockMessage(status), silent: silent)
             return .denied
         case .passcodeRequired(let reason):
@@ -184,6 +209,26 @@ extension ModuleContext {
             if options.useFirstPass { return .empty }
         }
         return promptSecret(prompt)
+    }
+
+    /// Adds the failure to the user's history (`puff-enroll status --user`); a history that
+    /// cannot be written is logged and changes nothing.
+    private func recordInHistory(_ counted: Authenticator.CountedFailure, _ options: PuffOptions) {
+        let entry = FailureHistory.Entry(time: counted.after.lastFailure, service: rawItem(PAM_SERVICE),
+                                         tty: rawItem(PAM_TTY), rhost: rawItem(PAM_RHOST), ruser: rawItem(PAM_RUSER))
+        do {
+            try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
+                .record(entry, for: counted.user)
+        } catch {
+            log(LOG_WARNING, "user \(LogText.escape(counted.user.value)): failure history not written: \(error)")
+        }
+    }
+
+    /// An audit record for `backend`'s account, with this transaction's remote host and tty.
+    private func audit(_ event: Audit.Event, _ backend: Backend) {
+        guard let uid = backend.auditUID else { return }
+        let rhost = logField(PAM_RHOST), tty = logField(PAM_TTY)
+        Audit.record(event, uid: uid, rhost: rhost.isEmpty ? nil : rhost, tty: tty.isEmpty ? nil : tty)
     }
 
     private func describe(_ status: LockStatus) -> String {

@@ -16,6 +16,8 @@ enum Backend {
         var lock: LockStatus
         /// What the prompt offers.
         var acceptance: Acceptance
+        /// The counter file does not parse (it reads as locked until reset).
+        var counterDamaged = false
     }
 
     /// The backend for `userName` and what it knows before the prompt.
@@ -30,7 +32,8 @@ enum Backend {
                                                                    acceptance: subject.acceptance))
             case .enrolled(let enrolled):
                 return (.direct(authenticator, subject),
-                        Preflight(notEnrolledReason: nil, lock: enrolled.lock, acceptance: enrolled.acceptance))
+                        Preflight(notEnrolledReason: nil, lock: enrolled.lock, acceptance: enrolled.acceptance,
+                                  counterDamaged: enrolled.tally.isDamaged))
             }
         }
         let client = HelperClient(path: options.helperPath)
@@ -45,11 +48,25 @@ enum Backend {
         }
     }
 
+    /// The uid the attempts are for, for audit records: the enrolled account's, or the
+    /// caller's own when the helper serves it; `nil` when not enrolled.
+    var auditUID: UInt32? {
+        switch self {
+        case .direct(_, .enrolled(let enrolled)): enrolled.account.uid
+        case .direct(_, .notEnrolled): nil
+        case .helper: getuid()
+        }
+    }
+
     /// One attempt.
-    func attempt(_ secret: borrowing SecureBytes) throws(StoreError) -> Authenticator.Outcome {
+    /// `counted` is set when this process counted a failure it could take back (root only:
+    /// the helper keeps its counting to itself).
+    func attempt(_ secret: borrowing SecureBytes,
+                 counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
+        counted = nil
         switch self {
         case .direct(let authenticator, let subject):
-            return try authenticator.attempt(secret, for: subject)
+            return try authenticator.attempt(secret, for: subject, counted: &counted)
         case .helper(let client):
             let report = try client.verify(secret)
             switch report.outcome {

@@ -1,11 +1,13 @@
 // The C entry points libpam looks up with dlsym. Each converts its pointers to Swift values,
 // calls one function, and returns that function's PAM code; nothing here can trap.
+import CModuleStart
 import CPAM
 
 /// `pam_sm_authenticate`: checks a passcode against the user's Puff record.
 @_cdecl("pam_sm_authenticate")
 public func pam_sm_authenticate(_ handle: OpaquePointer?, _ flags: Int32, _ argc: Int32,
                                 _ argv: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
+    puff_module_restore_environment()
     guard let handle else { return PAM_SYSTEM_ERR }
     let module = ModuleContext(handle: handle, flags: flags)
     return module.pamCode(for: module.authenticate(arguments: ModuleContext.arguments(argc, argv)))
@@ -15,7 +17,8 @@ public func pam_sm_authenticate(_ handle: OpaquePointer?, _ flags: Int32, _ argc
 @_cdecl("pam_sm_setcred")
 public func pam_sm_setcred(_ handle: OpaquePointer?, _ flags: Int32, _ argc: Int32,
                            _ argv: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
-    handle == nil ? PAM_SYSTEM_ERR : PAM_SUCCESS
+    puff_module_restore_environment()
+    return handle == nil ? PAM_SYSTEM_ERR : PAM_SUCCESS
 }
 
 /// `pam_sm_acct_mgmt`: Puff keeps no account policy. Its lockout is enforced while
@@ -23,5 +26,6 @@ public func pam_sm_setcred(_ handle: OpaquePointer?, _ flags: Int32, _ argc: Int
 @_cdecl("pam_sm_acct_mgmt")
 public func pam_sm_acct_mgmt(_ handle: OpaquePointer?, _ flags: Int32, _ argc: Int32,
                              _ argv: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
-    handle == nil ? PAM_SYSTEM_ERR : PAM_IGNORE
+    puff_module_restore_environment()
+    return handle == nil ? PAM_SYSTEM_ERR : PAM_IGNORE
 }

@@ -44,6 +44,40 @@ struct ModuleContext {
 
     // MARK: items
 
+    /// A string item (`PAM_TTY`, `PAM_RUSER`, `PAM_RHOST`...) escaped for one log field: the
+    /// application or the remote side chose it, so no byte of it may end or add a field.
+    func logField(_ item: Int32) -> String {
+        var pointer: UnsafeRawPointer?
+        guard pam_get_item(handle, item, &pointer) == PAM_SUCCESS, let pointer else { return "" }
+        return Self.logField(pointer.assumingMemoryBound(to: CChar.self))
+    }
+
+    private static func logField(_ text: UnsafePointer<CChar>) -> String {
+        let length = strnlen(text, 256)
+        return LogText.escapeField(UnsafeRawBufferPointer(start: text, count: length), limit: 128)
+    }
+
+    /// A string item as it is (at most 256 bytes), for a store that escapes it itself.
+    func rawItem(_ item: Int32) -> String {
+        var pointer: UnsafeRawPointer?
+        guard pam_get_item(handle, item, &pointer) == PAM_SUCCESS, let pointer else { return "" }
+        let text = pointer.assumingMemoryBound(to: CChar.self)
+        return String(decoding: UnsafeRawBufferPointer(start: text, count: strnlen(text, 256)), as: UTF8.self)
+    }
+
+    /// `tty=… ruser=… rhost=…` of this transaction, for the log lines of an attempt.
+    func attemptContext() -> String {
+        "tty=\(logField(PAM_TTY)) ruser=\(logField(PAM_RUSER)) rhost=\(logField(PAM_RHOST))"
+    }
+
+    /// The failure line in pam_unix's shape, which fail2ban's `pam-generic` filter reads
+    /// (with `__pam_auth="pam_[a-z]+"`): it must end with `user=NAME`.
+    func logAuthenticationFailure(user: String) {
+        let login = pam_modutil_getlogin(handle).map { Self.logField($0) } ?? ""
+        log(LOG_NOTICE, "authentication failure; logname=\(login) uid=\(getuid()) euid=\(geteuid()) "
+            + "\(attemptContext()) user=\(LogText.escapeField(user.utf8, limit: 128))")
+    }
+
     /// The user name from `pam_get_user` (which may prompt), raw. `nil` on a conversation
     /// failure; `.some(nil)` when the bytes are not a usable string.
     func userName() -> (code: Int32, name: String?) {

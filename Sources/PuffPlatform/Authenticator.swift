@@ -54,6 +54,7 @@ public struct Authenticator {
     public func subject(for userName: String) throws(StoreError) -> Subject {
         guard UserName(userName) != nil else { return .notEnrolled(reason: "invalid user name") }
         guard let account = try Account.lookup(userName) else { return .notEnrolled(reason: "no such account") }
+        if options.directory.isEnabled { return try fleetSubject(account) }  // FleetAuthenticator.swift
         guard let record = try records.load(account), record.hasAnyFactor else {
             return .notEnrolled(reason: "no Puff record")
         }
@@ -84,35 +85,82 @@ public struct Authenticator {
         case notEnrolled
     }
 
-    /// Checks `passcode` for `subject`. The attempt is counted as a failure *before* the
-    /// argon2id run and cleared on success, all under the user's exclusive lock, so a
-    /// process killed during verification leaves its attempt counted and attempts on one
-    /// user never overlap.
-    public func attempt(_ passcode: borrowing SecureBytes, for subject: Subject) throws(StoreError) -> Outcome {
+    /// What the first, short, locked step of an attempt decided.
+    enum Counted {
+        /// Decided without verifying (locked, not enrolled, passcode required).
+        case decided(Outcome)
+        /// Counted as a failure; the secret is to be checked against `record`.
+        case counted(record: UserRecord, before: Tally, tally: Tally, template: GestureTemplate?)
+    }
+
+    /// A failure this process counted, as `attempt(_:for:counted:)` wrote it: what
+    /// `takeBack(_:)` needs to undo it (the module's `authsucc` line).
+    public struct CountedFailure: Equatable, Sendable {
+        /// The user.
+        public var user: UserName
+        /// The counter before the failure was counted.
+        public var before: Tally
+        /// The counter as the failure left it (its `serial` numbers the attempt).
+        public var after: Tally
+        /// Fleet mode: the failure was also counted in the directory (FleetAuthenticator.swift).
+        public var countedInDirectory = false
+    }
+
+    /// Checks `passcode` for `subject` in three steps, so that no process, stopped or slow,
+    /// holds a user's lock for longer than a read and a write:
+    ///
+    /// 1. under the user's lock: refuse when locked, count the attempt as a failure (it takes
+    ///    the number `tally.serial`), write the counter and check the write is whole and on
+    ///    disk; unlock. A write that fails ends the attempt before anything is verified.
+    /// 2. without the lock: argon2id or the gesture match. A process killed or stopped here
+    ///    leaves its attempt counted and blocks nobody.
+    /// 3. on success only, under the lock again: clear the failures counted *before* this
+    ///    attempt (those counted after it stay, with their lock), unless a newer success or an
+    ///    admin reset already did; the record must still hold the secret that verified.
+    ///
+    /// A passcode of a type below `min_passcode` is refused before anything is counted or
+    /// verified, unless `asProofForChange` (the user proving who they are in order to replace
+    /// it with one that meets the minimum).
+    public func attempt(_ passcode: borrowing SecureBytes, for subject: Subject,
+                        asProofForChange: Bool = false) throws(StoreError) -> Outcome {
+        var counted: CountedFailure?
+        return try attempt(passcode, for: subject, asProofForChange: asProofForChange, counted: &counted)
+    }
+
+    /// `attempt(_:for:asProofForChange:)`, also setting `countedFailure` when the outcome is a
+    /// failure this attempt counted.
+    public func attempt(_ passcode: borrowing SecureBytes, for subject: Subject, asProofForChange: Bool = false,
+                        counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
+        countedFailure = nil
         switch subject {
         case .notEnrolled:
             try runDummyVerification(passcode)
             return .notEnrolled
         case .enrolled(let enrolled):
             let account = enrolled.account
+            if options.directory.isEnabled {  // FleetAuthenticator.swift
+                return try fleetAttempt(passcode, account, asProofForChange: asProofForChange, counted: &countedFailure)
+            }  // FleetAuthenticator.swift
             guard let hostKey = try records.loadHostKey() else {
                 throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
             }
             let isRoot = account.uid == 0
-            return try counters.update(account.name) { tally, save throws(StoreError) -> Outcome in
-                let started = now()
+            let isGesture = passcode.hasPrefix(GestureWire.prefix)
+            let started = now()
+            let step = try counters.update(account.name) { tally, save throws(StoreError) -> Counted in
                 let status = options.lockout.status(of: tally, now: started, isRoot: isRoot)
-                guard status == .open else { return .locked(status) }
+                guard status == .open else { return .decided(.locked(status)) }
                 // Re-read under the lock: an enrollment may have changed the record since.
-                guard let record = try records.load(account), record.hasAnyFactor else {
-                    try runDummyVerification(passcode)
-                    return .notEnrolled
+                guard let record = try records.load(account), record.hasAnyFactor else { return .decided(.notEnrolled) }
+                let acceptance = options.quickFactor.acceptance(of: record, tally, bootID: bootID(), now: started)
+                if case .refused = acceptance { return .decided(.locked(.lockedUntilReset)) }
+                if isGesture, case .passcodeOnly(_, let reason?) = acceptance { return .decided(.passcodeRequired(reason)) }
+                if !isGesture, !asProofForChange, let minimum = options.minimumPasscode,
+                   let stored = record.passcode, !stored.type.meets(minimum) {
+                    return .decided(.failure(failures: tally.failures, lock: status,
+                                             detail: "the enrolled passcode type \(stored.type.rawValue) is below "
+                                                 + "min_passcode=\(minimum.rawValue); not counted, nothing verified"))
                 }
-                let boot = bootID()
-                let acceptance = options.quickFactor.acceptance(of: record, tally, bootID: boot, now: started)
-                let isGesture = passcode.hasPrefix(GestureWire.prefix)
-                if case .refused = acceptance { return .locked(.lockedUntilReset) }
-                if isGesture, case .passcodeOnly(_, let reason?) = acceptance { return .passcodeRequired(reason) }
                 // Open the template before counting: a store problem must not cost an attempt.
                 var template: GestureTemplate?
                 if isGesture, let gesture = record.gesture {
@@ -122,64 +170,160 @@ public struct Authenticator {
                 var counted = options.lockout.recordingFailure(in: tally, now: started)
                 if isGesture, counted.gestureFailures < UInt32.max { counted.gestureFailures += 1 }
                 try save(counted)
-                func failed(_ detail: String) -> Outcome {
-                    .failure(failures: counted.failures,
-                             lock: options.lockout.status(of: counted, now: started, isRoot: isRoot), detail: detail)
-                }
+                let before = tally
                 tally = counted
-                if isGesture {
-                    guard let template else { return failed("a gesture was sent but none is enrolled") }
-                    if let problem = Self.gestureProblem(passcode, template, naming: options.debug) {
-                        return failed(problem)
-                    }
-                    tally = counted.clearingFailures()
-                    try save(tally)
-                    // A version-1 template is migrated after a success, as passcode hashes are rehashed.
-                    guard template.version < GestureTemplate.encodingVersion, var stored = record.gesture else {
-                        return .success(rehashed: false)
-                    }
-                    stored.sealedTemplate = try GestureSealing.seal(template.upgraded(), for: account, hostKey: hostKey)
-                    var migrated = record
-                    migrated.gesture = stored
-                    try records.save(migrated)
-                    return .success(rehashed: true)
+                return .counted(record: record, before: before, tally: counted, template: template)
+            }
+            let record: UserRecord, before: Tally, counted: Tally, template: GestureTemplate?
+            switch step {
+            case .decided(let outcome):
+                if outcome == .notEnrolled { try runDummyVerification(passcode) }
+                return outcome
+            case .counted(let read, let found, let tally, let opened):
+                (record, before, counted, template) = (read, found, tally, opened)
+            }
+            func failed(_ detail: String) -> Outcome {
+                countedFailure = CountedFailure(user: account.name, before: before, after: counted)
+                return .failure(failures: counted.failures,
+                         lock: options.lockout.status(of: counted, now: started, isRoot: isRoot), detail: detail)
+            }
+            if isGesture {
+                guard let template else { return failed("a gesture was sent but none is enrolled") }
+                if let problem = Self.gestureProblem(passcode, template, naming: options.debug) { return failed(problem) }
+                // A version-1 template is migrated after a success, as passcode hashes are rehashed.
+                let upgradedGesture = template.version < GestureTemplate.encodingVersion
+                    ? try GestureSealing.seal(template.upgraded(), for: account, hostKey: hostKey) : nil
+                return try settleSuccess(of: counted.serial, for: account, verified: record, at: started,
+                                         passcode: nil, upgradedHash: nil, upgradedGesture: upgradedGesture,
+                                         failed: failed)
+            }
+            guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
+            let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
+            let matched: Bool
+            do {
+                matched = try hasher.verify(prehash, against: stored.hash)
+            } catch {
+                if case .system(_, _, let errno) = error, errno == .outOfMemory {
+                    // No secret was compared: take the attempt back rather than count a
+                    // right passcode as wrong.
+                    try takeBack(counted.serial, for: account.name)
                 }
-                guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
-                let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
-                guard try hasher.verify(prehash, against: stored.hash) else { return failed("") }
-                tally = Self.passcodeUsed(counted.clearingFailures(), at: started, boot: boot)
-                try save(tally)
-                guard hasher.needsRehash(stored.hash) else { return .success(rehashed: false) }
-                var upgraded = record
-                upgraded.passcode = StoredPasscode(type: stored.type, hash: try hasher.hash(prehash))
+                throw error
+            }
+            guard matched else { return failed("") }
+            // The upgrade at the current cost is hashed here, outside the lock, too.
+            let upgradedHash = hasher.needsRehash(stored.hash) ? try hasher.hash(prehash) : nil
+            return try settleSuccess(of: counted.serial, for: account, verified: record, at: started,
+                                     passcode: stored, upgradedHash: upgradedHash, failed: failed)
+        }
+    }
+
+    /// Step 3 of `attempt`: records the success of the attempt numbered `serial`.
+    private func settleSuccess(of serial: UInt64, for account: Account, verified record: UserRecord, at started: Int64,
+                               passcode: StoredPasscode?, upgradedHash: String?, upgradedGesture: String? = nil,
+                               failed: (String) -> Outcome) throws(StoreError) -> Outcome {
+        try counters.update(account.name) { tally, save throws(StoreError) -> Outcome in
+            // The secret must still be the enrolled one: a change or removal during the
+            // verification wins.
+            guard let current = try records.load(account) else { return failed("the record was removed meanwhile") }
+            if let passcode {
+                guard current.passcode == passcode else { return failed("the passcode was changed meanwhile") }
+            } else {
+                guard current.gesture == record.gesture else { return failed("the gesture was changed meanwhile") }
+                // An administrator's lock issued meanwhile: the gesture no longer opens.
+                if tally.adminLock {
+                    return current.passcode == nil ? .locked(.lockedUntilReset) : .passcodeRequired(.administrator)
+                }
+            }
+            var next = tally.settlingSuccess(of: serial, deny: options.lockout.deny) ?? tally
+            if passcode != nil { next = Self.passcodeUsed(next, at: started, boot: bootID()) }
+            if next != tally {
+                try save(next)
+                tally = next
+            }
+            if passcode == nil, let upgradedGesture, var gesture = current.gesture {
+                gesture.sealedTemplate = upgradedGesture
+                var upgraded = current
+                upgraded.gesture = gesture
                 try records.save(upgraded)
                 return .success(rehashed: true)
             }
+            guard let passcode, let upgradedHash else { return .success(rehashed: false) }
+            var upgraded = current
+            upgraded.passcode = StoredPasscode(type: passcode.type, hash: upgradedHash)
+            try records.save(upgraded)
+            return .success(rehashed: true)
+        }
+    }
+
+    /// Takes back the attempt numbered `serial` (counted, but its secret was never compared),
+    /// unless a success or a reset has cleared it already.
+    private func takeBack(_ serial: UInt64, for name: UserName) throws(StoreError) {
+        let deny = options.lockout.deny
+        try counters.update(name) { tally, save throws(StoreError) in
+            guard serial > tally.clearedSerial, tally.failures > 0, !tally.isDamaged else { return }
+            var next = tally
+            next.failures -= 1
+            if deny == 0 || next.failures < deny { next.lockedUntil = 0 }
+            try save(next)
+            tally = next
         }
     }
 
     /// Runs `check` (a proof that is not a Puff secret, such as the system password before a
-    /// first enrollment) as a counted attempt: refused while locked, counted before the check.
-    /// A success only takes its own attempt back: it never clears earlier failures, so no
-    /// other secret can lift a Puff lockout.
+    /// first enrollment) as a counted attempt: refused while locked, counted before the check
+    /// (which runs without the lock). A success only takes its own attempt back: it never
+    /// clears earlier failures, so no other secret can lift a Puff lockout.
     public func countedAttempt(for account: Account, _ check: () throws(StoreError) -> Bool) throws(StoreError) -> Outcome {
         let isRoot = account.uid == 0
-        return try counters.update(account.name) { tally, save throws(StoreError) -> Outcome in
-            let started = now()
+        let started = now()
+        let step = try counters.update(account.name) { tally, save throws(StoreError) -> Counted in
             let status = options.lockout.status(of: tally, now: started, isRoot: isRoot)
-            guard status == .open else { return .locked(status) }
-            let before = tally
-            let counted = options.lockout.recordingFailure(in: tally, now: started)
-            try save(counted)
-            guard try check() else {
-                return .failure(failures: counted.failures,
-                                lock: options.lockout.status(of: counted, now: started, isRoot: isRoot),
-                                detail: "wrong system password")
-            }
-            tally = before
-            try save(tally)
-            return .success(rehashed: false)
+            guard status == .open else { return .decided(.locked(status)) }
+            let next = options.lockout.recordingFailure(in: tally, now: started)
+            try save(next)
+            tally = next
+            return .counted(record: UserRecord(user: account.name, uid: account.uid, passcode: nil), before: tally,
+                            tally: next, template: nil)
         }
+        guard case .counted(_, _, let counted, _) = step else {
+            if case .decided(let outcome) = step { return outcome }
+            return .locked(.lockedUntilReset)
+        }
+        guard try check() else {
+            return .failure(failures: counted.failures,
+                            lock: options.lockout.status(of: counted, now: started, isRoot: isRoot),
+                            detail: "wrong system password")
+        }
+        try takeBack(counted.serial, for: account.name)
+        return .success(rehashed: false)
+    }
+
+    /// Undoes `failure` after another module accepted the same secret as the system password
+    /// (the module's `authsucc` line): when the counter is still what the failure left, it
+    /// goes back to what it was before (the attempt numbers keep counting up); when other
+    /// attempts were counted since, only one failure is removed, and a lock is lifted only
+    /// when the rest stay below `deny`. `false` when there is nothing left to take back: a
+    /// success or an administrator's reset cleared it since, or the counter is damaged.
+    public func takeBack(_ failure: CountedFailure) throws(StoreError) -> Bool {
+        let fleet = failure.countedInDirectory ? try fleetTakeBack(failure.user) : false  // FleetAuthenticator.swift
+        return try counters.update(failure.user) { tally, save throws(StoreError) -> Bool in
+            guard failure.after.serial > tally.clearedSerial, !tally.isDamaged, tally.failures > 0 else { return false }
+            var next: Tally
+            if tally == failure.after {
+                next = failure.before
+                next.serial = tally.serial
+                next.clearedSerial = tally.clearedSerial
+            } else {
+                next = tally
+                next.failures -= 1
+                if options.lockout.deny == 0 || next.failures < options.lockout.deny { next.lockedUntil = 0 }
+                if next.failures == 0 { next.lastFailure = 0 }
+            }
+            try save(next)
+            tally = next
+            return true
+        } || fleet
     }
 
     /// `tally` after a passcode success (or enrollment) at `time`: the gesture is trusted again.
@@ -215,7 +359,7 @@ public struct Authenticator {
         }
     }
 
-    private func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
+    func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
         // The host key if there is one, so the cost matches a real attempt.
         let key: SecureBytes
         switch try records.loadHostKey() {
@@ -232,6 +376,7 @@ public struct Authenticator {
     /// Runs under the user's counter lock, so it cannot interleave with a login's rehash.
     public func storePasscode(_ passcode: borrowing SecureBytes, type: PasscodeType,
                               for account: Account) throws(StoreError) {
+        if options.directory.isEnabled { return try fleetStorePasscode(passcode, type: type, for: account) }
         let hostKey = try records.loadOrCreateHostKey()
         let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
         let hash = try hasher.hash(prehash)
@@ -239,8 +384,11 @@ public struct Authenticator {
             var record = try records.load(account) ?? UserRecord(user: account.name, uid: account.uid, passcode: nil)
             record.passcode = StoredPasscode(type: type, hash: hash)
             try records.save(record)
-            // Whoever just set the passcode knows it: it counts as a passcode success.
+            // Whoever just set the passcode knows it: it counts as a passcode success, except
+            // that an administrator's lock stands until `puff-enroll reset`.
+            let adminLock = tally.adminLock
             tally = Self.passcodeUsed(tally, at: now(), boot: bootID())
+            tally.adminLock = adminLock
             try save(tally)
         }
     }
@@ -248,6 +396,7 @@ public struct Authenticator {
     /// Seals `template` for `account`, stores a copy of the picture it was drawn on and
     /// records both (keeping the record's passcode), under the user's counter lock.
     public func storeGesture(_ template: GestureTemplate, picture: [UInt8], for account: Account) throws(StoreError) {
+        if options.directory.isEnabled { return try fleetStoreGesture(template, picture: picture, for: account) }
         let hostKey = try records.loadOrCreateHostKey()
         let sealed = try GestureSealing.seal(template, for: account, hostKey: hostKey)
         try counters.update(account.name) { _, _ throws(StoreError) in
@@ -277,19 +426,24 @@ public struct Authenticator {
     /// Makes the passcode mandatory for `name` until its next passcode success (the
     /// administrator's "remote lock").
     public func requirePasscode(of name: UserName) throws(StoreError) {
+        if options.directory.isEnabled { return try fleetRequirePasscode(of: name) }
         try counters.update(name) { tally, save throws(StoreError) in
             tally.adminLock = true
             try save(tally)
         }
     }
 
-    /// Removes `account`'s record and clears its counter; `false` when there was no record.
+    /// Removes `name`'s record, picture, counter and failure history; `false` when there was
+    /// no record or picture. (The counter's lock file stays: it is never removed or renamed,
+    /// so a waiting attempt always locks the file the next one will lock.)
     public func removeEnrollment(of name: UserName) throws(StoreError) -> Bool {
-        try counters.update(name) { tally, save throws(StoreError) -> Bool in
+        if options.directory.isEnabled { return try fleetRemoveEnrollment(of: name) }  // FleetAuthenticator.swift
+        return try counters.update(name) { _, _ throws(StoreError) -> Bool in
             let removed = try records.remove(name)
-            tally = Tally()
-            try save(tally)
-            return removed
+            let pictures = try records.removePictures(name)
+            try counters.removeWhileLocked(name)
+            _ = try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds).remove(name)
+            return removed || pictures
         }
     }
 }

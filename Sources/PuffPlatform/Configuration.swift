@@ -10,6 +10,8 @@ public enum Configuration {
     public static func load(arguments: [String], readingFile: Bool = true) throws(StoreError)
         -> (options: PuffOptions, warnings: [String]) {
         var options = PuffOptions()
+        // Where this build installs the helper (PREFIX-derived), not a fixed path.
+        options.helperPath = BuildInfo.helperPath
         var warnings: [String] = []
         do {
             // `conf=` decides which file is read, so it is applied first.
@@ -41,6 +43,7 @@ public enum Configuration {
         }
         do {
             _ = try options.gestureParameters()
+            try options.directory.validate()
         } catch {
             throw .configuration(error.description)
         }

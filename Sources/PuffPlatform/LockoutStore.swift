@@ -4,17 +4,20 @@ import PuffCore
 /// The persistent failure counters under `state_dir` (default `/var/lib/puff`): one file
 /// per user, root 0600, kept across reboots (pam_faillock's tmpfs tallies are cleared by one).
 ///
-/// Each file has a fixed size and is rewritten in place with one `pwrite` under
-/// `flock(LOCK_EX)`, held for the whole read-modify-write; the file is never unlinked or
-/// renamed, so a lock can never be taken on a stale inode. A single small `pwrite` within
-/// one page either happens whole or not at all, even under SIGKILL.
+/// A counter is never rewritten in place: each write is a new file, its size checked, fsynced
+/// and renamed over the old one (`TrustedDirectory.replaceFile`). A write cut short (a
+/// caller's RLIMIT_FSIZE inside `su`, a full disk, SIGKILL) leaves the old counter whole, and
+/// the caller fails closed before verifying anything, so no write can lower a count.
+/// Read-modify-writes are serialized by `flock(LOCK_EX)` on a separate, never-renamed lock
+/// file `.NAME.lock` (user names cannot start with a dot). Readers need no lock: a rename
+/// shows them the old or the new counter, whole.
 public struct LockoutStore: Sendable {
     /// The state directory.
     public let directory: String
     /// How long to wait for another attempt on the same user, in seconds.
     public let lockWaitSeconds: Int64
 
-    /// The size every counter file is written at.
+    /// The largest counter file accepted (older versions padded theirs to this size).
     static let fileSize = 512
 
     /// A store rooted at `directory`.
@@ -23,8 +26,11 @@ public struct LockoutStore: Sendable {
         self.lockWaitSeconds = lockWaitSeconds
     }
 
-    /// The user's counter under a shared lock (for status displays and the pre-prompt
-    /// check); an absent file is an empty tally.
+    /// The name of `name`'s lock file.
+    static func lockName(_ name: UserName) -> String { "." + name.value + ".lock" }
+
+    /// The user's counter as stored now (for status displays and the pre-prompt check); an
+    /// absent file is an empty tally, one that does not parse reads as locked until reset.
     public func read(_ name: UserName) throws(StoreError) -> Tally {
         let state: TrustedDirectory
         do {
@@ -33,54 +39,83 @@ public struct LockoutStore: Sendable {
             if TrustedDirectory.isMissing(error) { return Tally() }
             throw error
         }
-        let path = state.path + "/" + name.value
-        let file: FileDescriptor
-        do {
-            file = try state.descriptor.open(name.value, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)
-        } catch {
-            if error == .noEntry { return Tally() }
-            throw Self.openError(error, path: path)
-        }
-        try TrustedDirectory.checkFile(file, path: path, .rootPrivate(maximumSize: Self.fileSize))
-        try lock(file, exclusive: false, path: path)
-        return try Self.decode(file, path: path)
+        return try Self.load(name, from: state)
     }
 
     /// Runs `body` with the user's counter locked exclusively. `body` writes with `save`
     /// (nothing is written back implicitly, so a write happens exactly where the caller
-    /// decides, such as before a verification). `body` also runs the slow
-    /// verification, so attempts on one user are strictly one at a time: a lock holder
-    /// that finds a failure already counted knows the attempt that counted it is over.
+    /// decides, such as before a verification). Keep `body` short: the slow verification
+    /// runs between two updates, never inside one, so a stopped process cannot hold the lock
+    /// for longer than a read and a write.
     public func update<Result>(_ name: UserName,
                                _ body: (inout Tally, _ save: (Tally) throws(StoreError) -> Void) throws(StoreError) -> Result)
         throws(StoreError) -> Result {
         let state = try openState()
-        let path = state.path + "/" + name.value
-        let file: FileDescriptor
+        let lockPath = state.path + "/" + Self.lockName(name)
+        let lockFile: FileDescriptor
         do {
-            file = try state.descriptor.open(name.value, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, mode: 0o600)
+            lockFile = try state.descriptor.open(Self.lockName(name), O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
+                                                 mode: 0o600)
         } catch {
-            throw Self.openError(error, path: path)
+            throw Self.openError(error, path: lockPath)
         }
-        try TrustedDirectory.checkFile(file, path: path, .rootPrivate(maximumSize: Self.fileSize))
-        try lock(file, exclusive: true, path: path)
-        // Read only after the lock is held: the file may have been created or written by
-        // another process between our open and our flock.
-        var tally = try Self.decode(file, path: path)
+        try TrustedDirectory.checkFile(lockFile, path: lockPath, .rootPrivate(maximumSize: 0))
+        try lock(lockFile, exclusive: true, path: lockPath)
+        // Read only after the lock is held: another process may have written it meanwhile.
+        var tally = try Self.load(name, from: state)
         let save = { (next: Tally) throws(StoreError) -> Void in
-            try Self.write(next, to: file, path: path)
+            try state.replaceFile(name.value, with: next.encoded())
         }
         return try body(&tally, save)
     }
 
+    private static func load(_ name: UserName, from state: borrowing TrustedDirectory) throws(StoreError) -> Tally {
+        guard var bytes = try state.readFile(name.value, .rootPrivate(maximumSize: fileSize)) else { return Tally() }
+        // Older versions padded the file with NULs to a fixed size.
+        while bytes.last == 0 { bytes.removeLast() }
+        if bytes.isEmpty { return Tally() }
+        do {
+            return try Tally.decode(bytes)
+        } catch {
+            // Never read as zero: a counter that was cut or scribbled on locks the account
+            // until an administrator's reset rewrites it.
+            return Tally.damaged
+        }
+    }
+
     /// The admin reset: clears the failures, the lock and an administrator's passcode
     /// requirement; the time and boot of the latest passcode success are kept.
+    /// A damaged counter is replaced by an empty one. Temp files left by killed writers of
+    /// older versions are removed.
+    ///
+    /// A reset never waits for longer than `lock_wait`: when a process stopped inside its short
+    /// locked step (SIGSTOP) still holds the lock then, the reset writes without it — a rename
+    /// is atomic, so readers see the old or the reset counter. Should that process resume, it
+    /// may write the count it had read (never a lower one), and the reset is to be repeated.
     public func reset(_ name: UserName) throws(StoreError) {
-        try update(name) { tally, save throws(StoreError) in
-            tally = tally.clearingFailures()
-            tally.adminLock = false
-            try save(tally)
+        func cleared(_ tally: Tally) -> Tally {
+            var next = tally.isDamaged ? Tally() : tally.clearingFailures()
+            next.adminLock = false
+            next.clearedSerial = next.serial
+            return next
         }
+        do {
+            try update(name) { tally, save throws(StoreError) in
+                tally = cleared(tally)
+                try save(tally)
+            }
+        } catch .lockTimeout {
+            let state = try openState()
+            try state.replaceFile(name.value, with: cleared(try Self.load(name, from: state)).encoded())
+        }
+        if let state = try? TrustedDirectory(directory) { state.removeLeftovers(of: name.value) }
+    }
+
+    /// Deletes `name`'s counter file; only inside `update(name)`, whose lock it still holds
+    /// (removing an enrollment). An attempt that waited for that lock on the old file re-reads
+    /// the record under it, finds none and writes nothing.
+    public func removeWhileLocked(_ name: UserName) throws(StoreError) {
+        _ = try openState().removeFile(name.value)
     }
 
     private func openState() throws(StoreError) -> TrustedDirectory {
@@ -101,37 +136,5 @@ public struct LockoutStore: Sendable {
 
     private static func openError(_ error: Errno, path: String) -> StoreError {
         error.rawValue == ELOOP ? .unsafe(path: path, reason: "symlink") : .system("open", path: path, error)
-    }
-
-    private static func decode(_ file: borrowing FileDescriptor, path: String) throws(StoreError) -> Tally {
-        var bytes: [UInt8]
-        do {
-            bytes = try file.readPrefix(limit: fileSize)
-        } catch {
-            throw .system("read", path: path, error)
-        }
-        while bytes.last == 0 { bytes.removeLast() }
-        if bytes.isEmpty { return Tally() }
-        do {
-            return try Tally.decode(bytes)
-        } catch {
-            throw .format(path: path, error)
-        }
-    }
-
-    private static func write(_ tally: Tally, to file: borrowing FileDescriptor, path: String) throws(StoreError) {
-        var bytes = tally.encoded()
-        guard bytes.count <= fileSize else { throw .tooLarge(path: path) }
-        bytes += [UInt8](repeating: 0, count: fileSize - bytes.count)
-        let failure: Errno? = bytes.withUnsafeBytes { buffer -> Errno? in
-            do throws(Errno) {
-                try file.writeAll(buffer, at: 0)
-                try file.sync()
-                return nil
-            } catch {
-                return error
-            }
-        }
-        if let failure { throw .system("write", path: path, failure) }
     }
 }

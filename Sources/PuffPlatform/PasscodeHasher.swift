@@ -1,4 +1,5 @@
 import CSodium
+import Glibc
 import PuffCore
 
 /// Turns a passcode into the stored argon2id string and checks attempts against it.
@@ -79,11 +80,23 @@ public struct PasscodeHasher {
     /// against `Argon2Parameters` bounds first, so a forged record cannot make libsodium
     /// allocate terabytes.
     public func verify(_ prehash: borrowing SecureBytes, against stored: String) throws(StoreError) -> Bool {
+        let parameters: Argon2Parameters
         do {
-            _ = try Argon2Parameters.parse(stored)
+            parameters = try Argon2Parameters.parse(stored)
         } catch {
             throw .crypto("stored hash refused: \(error)")
         }
+        // libsodium reports an argon2id that could not allocate its memory (RLIMIT_AS, memory
+        // pressure) exactly like a mismatch (-1, EINVAL). So the memory is reserved first,
+        // as argon2id will: when even that fails, no secret can be compared and the attempt
+        // is an error, never a wrong passcode. (A reservation that succeeds and an argon2id
+        // that still fails counts as wrong: the safe direction.)
+        let bytes = Int(parameters.memoryKiB) * 1024
+        let reserved = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        if reserved == MAP_FAILED {
+            throw .system("argon2id", path: "(\(parameters.memoryKiB) KiB)", Errno(errno == 0 ? ENOMEM : errno))
+        }
+        munmap(reserved, bytes)
         return prehash.withBytes { input -> Bool in
             guard let base = input.baseAddress else { return false }
             return crypto_pwhash_str_verify(stored, base.assumingMemoryBound(to: CChar.self), UInt64(input.count)) == 0

@@ -35,6 +35,10 @@ public struct RecordStore: Sendable {
     public func stagePicture(_ bytes: [UInt8], for name: UserName) throws(StoreError) {
         let root = try openRoot(create: true)
         let pictures = try root.subdirectory(Self.picturesDirectory, create: true, mode: 0o755)
+        // Temp pictures (up to 32 MiB each) that killed enrollments of older versions left
+        // behind; this version's writes are unnamed until they are complete (`O_TMPFILE`).
+        pictures.removeLeftovers(of: Self.pendingPictureName(name))
+        pictures.removeLeftovers(of: name.value)
         try pictures.replaceFile(Self.pendingPictureName(name), with: bytes, mode: 0o644)
     }
 
@@ -106,6 +110,7 @@ public struct RecordStore: Sendable {
     /// Writes `record` atomically, creating the directories (root 0700) when needed.
     public func save(_ record: UserRecord) throws(StoreError) {
         let users = try openUsers(create: true)
+        users.removeLeftovers(of: record.user.value)
         try users.replaceFile(record.user.value, with: record.encoded())
     }
 
@@ -119,6 +124,20 @@ public struct RecordStore: Sendable {
             throw error
         }
         return try users.removeFile(name.value)
+    }
+
+    /// Removes `name`'s picture and a staged one; `false` when there was neither.
+    public func removePictures(_ name: UserName) throws(StoreError) -> Bool {
+        let pictures: TrustedDirectory
+        do {
+            pictures = try TrustedDirectory(directory + "/" + Self.picturesDirectory)
+        } catch {
+            if TrustedDirectory.isMissing(error) { return false }
+            throw error
+        }
+        let picture = try pictures.removeFile(name.value)
+        let staged = try pictures.removeFile(Self.pendingPictureName(name))
+        return picture || staged
     }
 
     /// The names that have a record (temp files and anything that is not a user name are skipped).

@@ -96,3 +96,27 @@ extension Sodium {
         }
     }
 }
+
+extension Sodium {
+    /// Length of `keyedDigest`'s result and of its key.
+    public static let digestLength = 32
+
+    /// BLAKE2b-256 of `secret` under `key` (`crypto_generichash`), in wiped memory: lets a
+    /// process recognise a secret again later without keeping the secret itself.
+    public static func keyedDigest(of secret: borrowing SecureBytes, key: borrowing SecureBytes) throws(StoreError) -> SecureBytes {
+        var digest = try SecureBytes(count: digestLength)
+        guard key.count == digestLength else { throw .crypto("digest key of the wrong length") }
+        let status = digest.withMutableBytes { out -> Int32 in
+            secret.withBytes { input -> Int32 in
+                key.withBytes { keyBytes -> Int32 in
+                    guard let outBase = out.baseAddress, let keyBase = keyBytes.baseAddress else { return -1 }
+                    return crypto_generichash(outBase.assumingMemoryBound(to: UInt8.self), out.count,
+                                              input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(input.count),
+                                              keyBase.assumingMemoryBound(to: UInt8.self), keyBytes.count)
+                }
+            }
+        }
+        guard status == 0 else { throw .crypto("crypto_generichash failed") }
+        return digest
+    }
+}

@@ -27,6 +27,8 @@ public struct Errno: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// No such file or directory.
     public static let noEntry = Errno(ENOENT)
+    /// Out of memory.
+    public static let outOfMemory = Errno(ENOMEM)
 }
 
 /// An owned file descriptor, closed exactly once when it goes out of scope.
@@ -175,6 +177,32 @@ public struct FileDescriptor: ~Copyable {
             if fd >= 0 { return FileDescriptor(taking: fd) }
             if errno != EINTR { throw Errno.current }
         }
+    }
+
+    /// An unnamed file in this directory (`openat(2)` with `O_TMPFILE`): if the process dies
+    /// before `link(as:)` gives it a name, the kernel frees it and nothing is left behind.
+    public func openUnnamed(_ flags: Int32, mode: mode_t) throws(Errno) -> FileDescriptor {
+        // glibc's O_TMPFILE is __O_TMPFILE | O_DIRECTORY; the Glibc module does not import it.
+        try open(".", flags | 0o20_000_000 | O_DIRECTORY, mode: mode)
+    }
+
+    /// Gives the unnamed file `file` the name `name` in this directory (`linkat(2)` with
+    /// `AT_EMPTY_PATH`, or through `/proc/self/fd` when that needs a capability we lack).
+    public func link(_ file: borrowing FileDescriptor, as name: String) throws(Errno) {
+        // AT_EMPTY_PATH (0x1000) is not imported by the Glibc module.
+        if linkat(file.rawValue, "", rawValue, name, 0x1000) == 0 { return }
+        let first = Errno.current
+        guard first.rawValue == EPERM || first.rawValue == ENOENT || first.rawValue == EINVAL else { throw first }
+        guard linkat(AT_FDCWD, "/proc/self/fd/\(file.rawValue)", rawValue, name, AT_SYMLINK_FOLLOW) == 0 else {
+            throw Errno.current
+        }
+    }
+
+    /// `fstatat(2)` of `name` in this directory, not following a symlink.
+    public func status(of name: String) throws(Errno) -> stat {
+        var info = stat()
+        guard fstatat(rawValue, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { throw Errno.current }
+        return info
     }
 
     /// `renameat(2)` within this directory.

@@ -24,6 +24,9 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     /// A sealed gesture template that does not open: edited, copied from another user, or
     /// sealed under another host key.
     case tampered(path: String)
+    /// Fleet mode: the directory could not be reached, refused an operation, or holds
+    /// something unusable. Fails closed like every store error (PAM_AUTHINFO_UNAVAIL).
+    case directory(String)
 
     /// One log line.
     public var description: String {
@@ -36,6 +39,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
         case .wrongOwner(let path): "refusing \(path): it belongs to another user or uid"
         case .crypto(let what): "libsodium: \(what)"
         case .configuration(let what): "configuration: \(what)"
+        case .directory(let what): "directory: \(what)"
         case .tampered(let path): "refusing \(path): the sealed gesture template does not open (edited, copied from another user, or another host key)"
         }
     }
@@ -167,23 +171,37 @@ public struct TrustedDirectory: ~Copyable {
         guard info.st_size >= 0, info.st_size <= requirement.maximumSize else { throw .tooLarge(path: path) }
     }
 
-    /// Replaces `name` atomically: a temp file in the same directory (O_EXCL, random name
-    /// starting with `.` so it can never be read as a record), write, check the size, fsync,
-    /// rename over the old one, fsync the directory. A crash leaves the old or the new file,
-    /// never a mix; a stale temp file is never read.
+    /// Replaces `name` atomically: an unnamed file in the same directory (`O_TMPFILE`), written,
+    /// its size checked (a caller's RLIMIT_FSIZE cuts writes short), fsynced, then linked
+    /// under a random temp name starting with `.` (never read as a record) and renamed over the
+    /// old one, and the directory fsynced. A crash leaves the old or the new file, never a mix;
+    /// a process that dies before the link leaves nothing. Filesystems without `O_TMPFILE`
+    /// get a named temp file from the start.
     public func replaceFile(_ name: String, with bytes: UnsafeRawBufferPointer, mode: mode_t = 0o600) throws(StoreError) {
         let temporary = "." + name + ".tmp-" + Sodium.randomHex(byteCount: 8)
         let tempPath = path + "/" + temporary
         do throws(Errno) {
-            let file = try descriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, mode: 0o600)
+            var named = false
+            let file: FileDescriptor
+            do {
+                file = try descriptor.openUnnamed(O_WRONLY | O_NOCTTY, mode: 0o600)
+            } catch {
+                guard error.rawValue == EOPNOTSUPP || error.rawValue == EISDIR || error.rawValue == EINVAL else { throw error }
+                file = try descriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, mode: 0o600)
+                named = true
+            }
             do throws(Errno) {
                 try file.setMode(mode)
                 try file.writeAll(bytes)
                 let info = try file.status()
                 guard info.st_size == bytes.count else { throw Errno(EIO) }
                 try file.sync()
+                if !named {
+                    try descriptor.link(file, as: temporary)
+                    named = true
+                }
             } catch {
-                try? descriptor.unlink(temporary)
+                if named { try? descriptor.unlink(temporary) }
                 throw error
             }
         } catch {
@@ -200,6 +218,19 @@ public struct TrustedDirectory: ~Copyable {
         } catch {
             throw .system("fsync", path: path, error)
         }
+    }
+
+    /// Removes what killed writers of older versions left: `.NAME.tmp-*` temp files beside
+    /// `name` (each up to the size of the file they were replacing). Returns how many.
+    @discardableResult
+    public func removeLeftovers(of name: String) -> Int {
+        let prefix = "." + name + ".tmp-"
+        guard let names = try? descriptor.entries() else { return 0 }
+        var removed = 0
+        for entry in names where entry.hasPrefix(prefix) && entry.utf8.count == prefix.utf8.count + 16 {
+            if (try? descriptor.unlink(entry)) != nil { removed += 1 }
+        }
+        return removed
     }
 
     /// `replaceFile` for an array.

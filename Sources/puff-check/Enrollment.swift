@@ -22,7 +22,7 @@ enum Enrollment {
         }
         // The new credential is checked first, so a good proof is never spent on a bad request.
         let change: Change
-        switch request.prepare(authenticator.options) {
+        switch request.prepare(authenticator.options, isRoot: account.uid == 0) {
         case .failure(let reason):
             HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment refused: \(reason)")
             return HelperExit.rules
@@ -45,6 +45,39 @@ enum Enrollment {
         return Helper.write(proved) ? HelperExit.success : HelperExit.failure
     }
 
+    /// `remove`: the caller's own enrollment (record, picture, counter) after the same proof
+    /// as a change. The request is one frame, the proof.
+    static func remove(_ authenticator: Authenticator, _ subject: Authenticator.Subject,
+                       _ account: Account) throws(StoreError) -> Int32 {
+        guard let proof = Self.readRemoval() else {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): malformed removal request; nothing read")
+            return HelperExit.usage
+        }
+        guard case .enrolled = subject else {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): removal refused, nothing enrolled")
+            return Helper.write(Helper.state(of: subject)) ? HelperExit.rules : HelperExit.failure
+        }
+        let proved = try prove(proof, authenticator, subject, account)
+        guard proved.outcome == .success else {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): removal refused, proof \(proved.outcome.rawValue)")
+            return Helper.write(proved) ? HelperExit.refused : HelperExit.failure
+        }
+        _ = try authenticator.removeEnrollment(of: account.name)
+        HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment removed by the user")
+        return Helper.write(proved) ? HelperExit.success : HelperExit.failure
+    }
+
+    /// The one frame of a removal request, or `nil` when it is malformed.
+    private static func readRemoval() -> SecureBytes? {
+        do {
+            let proof = try FrameReader.secret(limit: Helper.maximumSecretLength)
+            try FrameReader.end()
+            return proof
+        } catch {
+            return nil
+        }
+    }
+
     /// The verified proof, as a report (`success`, `failure`, `locked`, `passcode-required`).
     private static func prove(_ proof: borrowing SecureBytes, _ authenticator: Authenticator,
                               _ subject: Authenticator.Subject, _ account: Account) throws(StoreError) -> HelperReport {
@@ -57,8 +90,15 @@ enum Enrollment {
                 report.acceptance = .passcodeOnly(passcode.type, because: nil)
                 return report
             }
-            outcome = try authenticator.attempt(proof, for: subject)
+            outcome = try authenticator.attempt(proof, for: subject, asProofForChange: true)
         } else {
+            // A gesture-only user under an administrator's lock: only `puff-enroll reset` lifts
+            // it, never a passcode enrolled with the system password.
+            if case .refused(.administrator?) = subject.acceptance {
+                report.outcome = .locked
+                report.lock = .lockedUntilReset
+                return report
+            }
             outcome = try authenticator.countedAttempt(for: account) { () throws(StoreError) -> Bool in
                 SystemPassword.verify(user: account.name.value, proof: proof)
             }
@@ -118,9 +158,9 @@ enum Enrollment {
         }
 
         /// The change to store, or why the new credential breaks the rules.
-        func prepare(_ options: PuffOptions) -> Result<Change, RuleError> {
+        func prepare(_ options: PuffOptions, isRoot: Bool) -> Result<Change, RuleError> {
             if let type {
-                if let violation = secret.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: false) }) {
+                if let violation = secret.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: false, minimum: options.minimumPasscode, isRoot: isRoot) }) {
                     return .failure(RuleError(violation.message))
                 }
                 return .success(.passcode(type))

@@ -13,10 +13,44 @@ enum Hardening {
     static let ignoredSignals: [Int32] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU,
                                           SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGVTALRM, SIGPROF, SIGXFSZ]
 
-    /// Clears the environment, makes 0–2 valid and closes every other descriptor, ignores
-    /// the interrupting signals and forces the umask. `false` when that cannot be done.
+    /// Resource limits a caller could set to sabotage the helper, the values it runs with
+    /// instead, and the least it accepts to run with at all. A small RLIMIT_FSIZE cut the
+    /// counter write short (rolling the count back); RLIMIT_AS made argon2id fail on the right
+    /// passcode; RLIMIT_CPU could kill it between counting and verifying; a core file of a
+    /// process holding secrets is never wanted. Setuid root may raise a hard limit only with
+    /// CAP_SYS_RESOURCE (some containers drop it): then the soft limit is raised to the hard
+    /// one, and a hard limit below the minimum makes the helper refuse to run, before it reads
+    /// or counts anything.
+    static let limits: [(resource: Int32, value: rlim_t, minimum: rlim_t)] = [
+        (Int32(RLIMIT_FSIZE.rawValue), rlim_t.max, 64 * 1024 * 1024),
+        (Int32(RLIMIT_CPU.rawValue), rlim_t.max, 60),
+        (Int32(RLIMIT_AS.rawValue), rlim_t.max, 0),
+        (Int32(RLIMIT_DATA.rawValue), rlim_t.max, 0),
+        (Int32(RLIMIT_CORE.rawValue), 0, 0),
+        (Int32(RLIMIT_STACK.rawValue), 8 * 1024 * 1024, 1024 * 1024),
+    ]
+
+    /// Sets the limits above; `false` when one stays below its minimum.
+    static func resetLimits() -> Bool {
+        for (resource, value, minimum) in limits {
+            let which = __rlimit_resource_t(UInt32(resource))
+            var wanted = rlimit(rlim_cur: value, rlim_max: value)
+            if setrlimit(which, &wanted) == 0 { continue }
+            var current = rlimit()
+            guard getrlimit(which, &current) == 0 else { return false }
+            // No CAP_SYS_RESOURCE: as far as the hard limit allows.
+            current.rlim_cur = min(value, current.rlim_max)
+            guard setrlimit(which, &current) == 0, current.rlim_cur >= minimum else { return false }
+        }
+        return true
+    }
+
+    /// Clears the environment, sets the resource limits, makes 0–2 valid and closes every
+    /// other descriptor, ignores the interrupting signals and forces the umask. `false` when
+    /// that cannot be done.
     static func apply() -> Bool {
         guard clearenv() == 0 else { return false }
+        guard resetLimits() else { return false }
         for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) == -1 {
             // A closed standard descriptor would let the next open() take its number, and
             // a report could then land in a store file.

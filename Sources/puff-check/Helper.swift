@@ -18,6 +18,7 @@ enum HelperOperation: String {
     case verify
     case enrollPasscode = "enroll-passcode"
     case enrollGesture = "enroll-gesture"
+    case remove
 }
 
 /// syslog under the helper's own name.
@@ -53,6 +54,8 @@ enum Helper {
                 return try verify(authenticator, subject, account)
             case .enrollPasscode, .enrollGesture:
                 return try Enrollment.run(operation, authenticator, subject, account)
+            case .remove:
+                return try Enrollment.remove(authenticator, subject, account)
             }
         } catch {
             HelperLog.write(LOG_ERR, "uid \(uid): \(error); failing closed")

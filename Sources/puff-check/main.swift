@@ -1,3 +1,4 @@
+import CHelperStart
 import Glibc
 import PuffCore
 import PuffPlatform
@@ -15,7 +16,14 @@ import PuffPlatform
 // Exit: 0 verified (verify) or state reported (query); 1 refused, with a report;
 // 2 usage; 3 failed closed (store, configuration, setup), no report.
 
-guard Hardening.apply() else { _exit(HelperExit.failure) }
+// The environment is already gone (CHelperStart ran before the Swift runtime); without that
+// start-up code the runtime would have read SWIFT_* variables of the caller: refuse to run.
+guard puff_helper_dropped_environment() >= 0, Hardening.apply() else { _exit(HelperExit.failure) }
+// `--version` reads nothing and needs no privilege.
+if CommandLine.arguments.count == 2, CommandLine.arguments[1] == "--version" {
+    print("puff-check \(BuildInfo.version)")
+    exit(HelperExit.success)
+}
 openlog("puff-check", LOG_PID, LOG_AUTHPRIV)
 guard geteuid() == 0 else {
     HelperLog.write(LOG_ERR, "not running as root (the helper must be installed setuid root)")

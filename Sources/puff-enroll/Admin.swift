@@ -25,31 +25,65 @@ struct Status: ParsableCommand {
             let counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
             let names: [UserName]
             if let user {
-                names = [try Command.userName(user)]
+                names = [try Command.account(user).name]
+            } else if options.directory.isEnabled {
+                throw Failure(ExitCodes.unknown, "name a user with --user (backend = ldap: the directory holds the records)")
             } else {
                 names = try records.enrolledNames()
             }
             let now = Clock.wallSeconds()
             let bootID = BootID.current()
             var rows: [String] = []
+            var cells: [[String]] = []
             var anyRecord = false
+            var lastCountedBy: String?
             for name in names {
                 let account = try Account.lookup(name.value)
-                let record = try account.flatMap { account throws(StoreError) in try records.load(account) }
+                var record: UserRecord?
+                var tally: Tally
+                var countedBy: String?
+                if options.directory.isEnabled, let account {
+                    // Fleet mode: the directory's record and fleet-wide counter (FleetAuthenticator.swift).
+                    let fleet = try Authenticator(options: options).fleetStatus(of: account)
+                    record = fleet?.record
+                    tally = try fleet?.tally ?? counters.read(name)
+                    countedBy = fleet?.lastFailureHost
+                } else {
+                    record = try account.flatMap { account throws(StoreError) in try records.load(account) }
+                    tally = try counters.read(name)
+                }
                 anyRecord = anyRecord || record != nil
-                let tally = try counters.read(name)
                 let status = options.lockout.status(of: tally, now: now, isRoot: account?.uid == 0)
                 let acceptance = record.map { options.quickFactor.acceptance(of: $0, tally, bootID: bootID, now: now) }
-                rows.append(json ? jsonRow(name, account, record, tally, status, acceptance)
-                                 : textRow(name, account, record, tally, status, acceptance))
+                if json {
+                    rows.append(jsonRow(name, account, record, tally, status, acceptance, countedBy))
+                } else {
+                    cells.append(textRow(name, account, record, tally, status, acceptance))
+                }
+                lastCountedBy = countedBy
+            }
+            // One user: also the latest failures, like `faillock --user`.
+            let history = FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
+            let recent = user == nil ? [] : try names.first.map { name throws(StoreError) in try history.entries(for: name) } ?? []
+            if json, user != nil, let last = rows.popLast() {
+                rows.append(String(last.dropLast()) + ", \"recent_failures\": [" + recent.map(Self.jsonEntry).joined(separator: ", ") + "]}")
             }
             if json {
                 Terminal.say("[" + rows.joined(separator: ",\n ") + "]")
-            } else if rows.isEmpty {
+            } else if cells.isEmpty {
                 Terminal.say("No user is enrolled.")
             } else {
-                Terminal.say("USER             UID  PASSCODE      GESTURE     FAILURES  LOCK                 ACCEPTS")
-                for row in rows { Terminal.say(row) }
+                for line in Self.table([["USER", "UID", "PASSCODE", "GESTURE", "FAILURES", "LOCK", "ACCEPTS"]] + cells) {
+                    Terminal.say(line)
+                }
+                if !recent.isEmpty {
+                    Terminal.say("")
+                    Terminal.say("Latest failures (oldest first):")
+                    let header = [["WHEN", "SERVICE", "TTY", "RHOST", "RUSER"]]
+                    let lines = recent.map { [Time.format($0.time), $0.service, $0.tty, $0.rhost, $0.ruser].map { $0.isEmpty ? "-" : $0 } }
+                    for line in Self.table(header + lines) { Terminal.say(line) }
+                }
+                if let lastCountedBy { Terminal.say("The latest fleet failure was counted by \(lastCountedBy).") }
             }
             if let name = names.first, user != nil, !anyRecord {
                 throw Failure(ExitCodes.unknown, "\(name) has nothing enrolled")
@@ -101,16 +135,45 @@ struct Status: ParsableCommand {
     }
 
     private func textRow(_ name: UserName, _ account: Account?, _ record: UserRecord?, _ tally: Tally, _ status: LockStatus,
-                         _ acceptance: Acceptance?) -> String {
-        func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(1, width - text.count)) }
-        return pad(name.value, 17) + pad(account.map { String($0.uid) } ?? "?", 5)
-            + pad(record?.passcode?.type.rawValue ?? "-", 14)
-            + pad(record?.gesture.map { "\($0.pictureWidth)x\($0.pictureHeight)" } ?? "-", 12)
-            + pad(String(tally.failures), 10) + pad(lockText(status, tally), 21) + acceptsText(acceptance)
+                         _ acceptance: Acceptance?) -> [String] {
+        [name.value, account.map { String($0.uid) } ?? "?", record?.passcode?.type.rawValue ?? "-",
+         record?.gesture.map { "\($0.pictureWidth)x\($0.pictureHeight)" } ?? "-",
+         tally.isDamaged ? "damaged" : String(tally.failures), lockText(status, tally), acceptsText(acceptance)]
+    }
+
+    /// One history entry as JSON (its texts are printable ASCII already; quotes and
+    /// backslashes are escaped for JSON).
+    static func jsonEntry(_ entry: FailureHistory.Entry) -> String {
+        func quoted(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                if scalar == "\"" || scalar == "\\" { out += "\\" }
+                out.unicodeScalars.append(scalar)
+            }
+            return out + "\""
+        }
+        return "{\"time\": \(entry.time), \"service\": \(quoted(entry.service)), \"tty\": \(quoted(entry.tty)), "
+            + "\"rhost\": \(quoted(entry.rhost)), \"ruser\": \(quoted(entry.ruser))}"
+    }
+
+    /// Left-aligned columns as wide as their widest cell, two spaces apart (the last unpadded).
+    static func table(_ rows: [[String]]) -> [String] {
+        var widths: [Int] = []
+        for row in rows {
+            for (column, cell) in row.enumerated() {
+                if column == widths.count { widths.append(0) }
+                widths[column] = max(widths[column], cell.count)
+            }
+        }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count + 2)
+            }.joined()
+        }
     }
 
     private func jsonRow(_ name: UserName, _ account: Account?, _ record: UserRecord?, _ tally: Tally, _ status: LockStatus,
-                         _ acceptance: Acceptance?) -> String {
+                         _ acceptance: Acceptance?, _ countedBy: String?) -> String {
         var fields = ["\"user\": \"\(name.value)\""]
         fields.append("\"uid\": " + (account.map { String($0.uid) } ?? "null"))
         fields.append("\"passcode\": " + (record?.passcode.map { "\"\($0.type.rawValue)\"" } ?? "null"))
@@ -118,6 +181,8 @@ struct Status: ParsableCommand {
             "{\"picture_width\": \($0.pictureWidth), \"picture_height\": \($0.pictureHeight)}"
         } ?? "null"))
         fields.append("\"failures\": \(tally.failures)")
+        // A counter that does not parse reads as locked until reset (failures at the maximum).
+        if tally.isDamaged { fields.append("\"counter_damaged\": true") }
         fields.append("\"last_failure\": " + (tally.lastFailure == 0 ? "null" : String(tally.lastFailure)))
         switch status {
         case .open: fields.append("\"locked\": false")
@@ -128,6 +193,7 @@ struct Status: ParsableCommand {
         fields.append("\"last_passcode\": " + (tally.passcodeAt == 0 ? "null" : String(tally.passcodeAt)))
         fields.append("\"admin_lock\": \(tally.adminLock)")
         fields.append("\"accepts\": \"\(acceptsText(acceptance))\"")
+        if let countedBy { fields.append("\"last_failure_host\": \"\(LogText.escape(countedBy))\"") }
         return "{" + fields.joined(separator: ", ") + "}"
     }
 }
@@ -146,12 +212,23 @@ struct Reset: ParsableCommand {
         try Command.run {
             try Command.requireRoot()
             let options = try store.load()
-            let name = try Command.userName(user)
+            let account = try Command.account(user)
+            let name = account.name
+            if options.directory.isEnabled {
+                // Fleet mode: the directory's counter, so every host is unlocked (FleetAuthenticator.swift).
+                let cleared = try Authenticator(options: options).fleetReset(of: name)
+                Command.audit("fleet lockout of user \(name) reset by uid \(getuidValue()) on \(fleetHostName(options.directory)) (\(cleared) failures cleared)")
+                Audit.administrator("puff-reset", user: name.value, uid: account.uid, succeeded: true)
+                Terminal.say("Fleet lockout of \(name) reset (\(cleared) failures cleared).")
+                return
+            }
             let counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
             let before = try counters.read(name)
             try counters.reset(name)
-            Command.audit("lockout of user \(name) reset by uid \(getuidValue()) (\(before.failures) failures cleared)")
-            Terminal.say("Lockout of \(name) reset (\(before.failures) failures cleared).")
+            let cleared = before.isDamaged ? "a damaged counter rewritten" : "\(before.failures) failures cleared"
+            Command.audit("lockout of user \(name) reset by uid \(getuidValue()) (\(cleared))")
+            Audit.administrator("puff-reset", user: name.value, uid: account.uid, succeeded: true)
+            Terminal.say("Lockout of \(name) reset (\(cleared)).")
         }
     }
 }
@@ -175,9 +252,11 @@ struct Lock: ParsableCommand {
         try Command.run {
             try Command.requireRoot()
             let options = try store.load()
-            let name = try Command.userName(user)
+            let account = try Command.account(user)
+            let name = account.name
             try Authenticator(options: options).requirePasscode(of: name)
             Command.audit("passcode required for user \(name) by uid \(getuidValue()) (puff-enroll lock)")
+            Audit.administrator("puff-lock", user: name.value, uid: account.uid, succeeded: true)
             Terminal.say("\(name) must use the passcode at the next login.")
         }
     }
@@ -185,15 +264,24 @@ struct Lock: ParsableCommand {
 
 /// `puff-enroll remove`: delete a user's enrollment.
 struct Remove: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Remove a user's Puff record and counter.")
+    static let configuration = CommandConfiguration(
+        abstract: "Remove a user's Puff record, picture and counter.",
+        discussion: """
+        An ordinary user may remove their own enrollment: the current Puff passcode (or, with \
+        none, the system password) proves who they are, as for a change.
+        """)
 
     @OptionGroup var store: StoreOptions
 
     @Option(help: "The user (default: the calling user).")
     var user: String?
 
+    @Flag(help: "Read the proof (current passcode or system password) as a line from standard input.")
+    var stdin = false
+
     func run() throws {
         try Command.run {
+            if try Command.isSelfService(user: user, store: store) { return try runForSelf() }
             try Command.requireRoot()
             let options = try store.load()
             let valid = try Command.userName(user ?? Command.callerName())
@@ -203,6 +291,17 @@ struct Remove: ParsableCommand {
             Command.audit("enrollment of user \(valid) removed by uid \(getuidValue())")
             Terminal.say("Enrollment of \(valid) removed.")
         }
+    }
+
+    /// An ordinary user's own enrollment, through the helper after the proof.
+    private func runForSelf() throws {
+        let account = try Command.account(nil)
+        let service = SelfService(helper: store.helper)
+        let report = try service.query()
+        guard report.outcome == .state else { throw Failure(ExitCodes.unknown, "\(account.name) has nothing enrolled") }
+        let proof = try service.readProof(report, account: account, fromStdin: stdin)
+        try proof.withBytes { bytes in try service.enroll("remove", frames: [bytes]) }
+        Terminal.say("Enrollment of \(account.name) removed.")
     }
 }
 

@@ -1,5 +1,4 @@
 import ArgumentParser
-import CStb
 import Glibc
 import PuffCore
 import PuffPlatform
@@ -43,7 +42,10 @@ struct GestureCommand: ParsableCommand {
             try Authenticator(options: options).storeGesture(template, picture: image.bytes, for: account)
             Command.audit("gesture of user \(account.name) set by uid \(getuidValue())")
             Terminal.say("Gesture for \(account.name) saved (\(template.parts.count) parts, picture \(image.width)x\(image.height)).")
-            if try RecordStore(directory: options.recordDirectory).load(account)?.passcode == nil {
+            let stored = options.directory.isEnabled
+                ? try Authenticator(options: options).fleetStatus(of: account)?.record  // fleet mode
+                : try RecordStore(directory: options.recordDirectory).load(account)
+            if stored?.passcode == nil {
                 Terminal.warn("puff-enroll: note: \(account.name) has no passcode; a passcode fallback is recommended "
                               + "(puff-enroll passcode). Without one the gesture stays usable after restarts and "
                               + "failures (under the lockout), and 'puff-enroll lock' blocks it until a reset.")
@@ -138,8 +140,11 @@ struct ShowGesture: ParsableCommand {
     @Option(help: "The user whose gesture to show.")
     var user: String
 
-    @Option(help: "Where to write the SVG.")
+    @Option(help: "Where to write the SVG: a new file (mode 0600); no symlink is followed on the way.")
     var output: String
+
+    @Flag(help: "Replace an existing regular file at --output (it is removed and created anew, mode 0600).")
+    var force = false
 
     func run() throws {
         try Command.run {
@@ -151,8 +156,7 @@ struct ShowGesture: ParsableCommand {
             }
             let href = picture.map { "data:\(Picture.mediaType(of: $0));base64," + Base64.encode($0) }
             let svg = Array(GestureSVG.render(template: template, pictureHref: href).utf8)
-            let fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw Failure(ExitCodes.storeFailure, "cannot write \(output)") }
+            let fd = try PrivateOutput.create(output, replacing: force)
             defer { close(fd) }
             let wrote = svg.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             guard wrote == svg.count else { throw Failure(ExitCodes.storeFailure, "cannot write \(output)") }
@@ -161,7 +165,51 @@ struct ShowGesture: ParsableCommand {
     }
 }
 
-/// A picture file: its bytes and its size, read with stb_image.
+/// A file root writes for an administrator (the SVG reveals the gesture): created new with mode
+/// 0600, never through a symlink — not the last component (`O_EXCL|O_NOFOLLOW`) nor a parent
+/// (each directory is opened with `O_NOFOLLOW` from `/` or the working directory) — and never
+/// into a file someone prepared (an existing one is refused; with `--force` it is unlinked and
+/// created anew, so a descriptor an attacker holds on the old one sees nothing).
+enum PrivateOutput {
+    static func create(_ path: String, replacing: Bool) throws -> Int32 {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard let name = parts.last, name != ".", name != ".." else {
+            throw Failure(ExitCodes.refused, "--output must name a file")
+        }
+        var directory = open(path.hasPrefix("/") ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { throw Failure(ExitCodes.storeFailure, "cannot open the directory of \(path)") }
+        defer { close(directory) }
+        for part in parts.dropLast() {
+            let next = openat(directory, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard next >= 0 else {
+                throw Failure(ExitCodes.storeFailure, "cannot write \(path): '\(part)' is not a directory (symlinks are not followed)")
+            }
+            close(directory)
+            directory = next
+        }
+        if replacing {
+            var info = stat()
+            if fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 {
+                guard info.st_mode & S_IFMT == S_IFREG else {
+                    throw Failure(ExitCodes.storeFailure, "refusing to replace \(path): not a regular file")
+                }
+                guard unlinkat(directory, name, 0) == 0 else { throw Failure(ExitCodes.storeFailure, "cannot replace \(path)") }
+            }
+        }
+        let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST { throw Failure(ExitCodes.storeFailure, "\(path) exists; choose a new file or pass --force") }
+            throw Failure(ExitCodes.storeFailure, "cannot write \(path)")
+        }
+        guard fchmod(fd, 0o600) == 0 else {
+            close(fd)
+            throw Failure(ExitCodes.storeFailure, "cannot write \(path)")
+        }
+        return fd
+    }
+}
+
+/// A picture file: its bytes and its size, read from its header.
 struct Picture {
     let bytes: [UInt8]
     let width: Int
@@ -194,15 +242,43 @@ struct Picture {
         return Picture(bytes: bytes, width: width, height: height)
     }
 
-    /// Width and height from the image header (`stbi_info_from_memory`), without decoding pixels.
+    /// Width and height from the image header, without decoding anything: a PNG's IHDR chunk
+    /// (which must come first) or a JPEG's start-of-frame marker. A few lines of bounded
+    /// parsing instead of stb_image, so root (enrolling a gesture for a user, with that user's
+    /// picture) runs no image decoder at all.
     static func size(of bytes: [UInt8]) -> (Int, Int)? {
-        var width: Int32 = 0, height: Int32 = 0, components: Int32 = 0
-        guard let length = Int32(exactly: bytes.count) else { return nil }
-        let ok = bytes.withUnsafeBufferPointer { buffer in
-            stbi_info_from_memory(buffer.baseAddress, length, &width, &height, &components)
+        func bigEndian(_ at: Int, _ count: Int) -> Int? {
+            guard at >= 0, count > 0, at + count <= bytes.count else { return nil }
+            return bytes[at..<(at + count)].reduce(0) { $0 << 8 | Int($1) }
         }
-        guard ok == 1, width > 0, height > 0 else { return nil }
-        return (Int(width), Int(height))
+        var size: (Int, Int)?
+        switch mediaType(of: bytes) {
+        case "image/png":
+            // Signature (8), chunk length (4) = 13, "IHDR", width (4), height (4).
+            guard bigEndian(8, 4) == 13, bytes.count >= 24, Array(bytes[12..<16]) == Array("IHDR".utf8),
+                  let width = bigEndian(16, 4), let height = bigEndian(20, 4) else { return nil }
+            size = (width, height)
+        case "image/jpeg":
+            // Markers after SOI: FF, type, then a big-endian length that includes itself.
+            var at = 2
+            while size == nil, at + 4 <= bytes.count {
+                guard bytes[at] == 0xff else { return nil }
+                let marker = bytes[at + 1]
+                if marker == 0xff { at += 1; continue }  // fill byte
+                if marker == 0xd8 || marker == 0x01 || (0xd0...0xd7).contains(marker) { at += 2; continue }
+                guard marker != 0xd9, marker != 0xda, let length = bigEndian(at + 2, 2), length >= 2 else { return nil }
+                // SOF0…SOF15 except DHT (C4), JPG (C8) and DAC (CC): precision, height, width.
+                if (0xc0...0xcf).contains(marker), ![0xc4, 0xc8, 0xcc].contains(marker) {
+                    guard let height = bigEndian(at + 5, 2), let width = bigEndian(at + 7, 2) else { return nil }
+                    size = (width, height)
+                }
+                at += 2 + length
+            }
+        default:
+            return nil
+        }
+        guard let (width, height) = size, width > 0, height > 0 else { return nil }
+        return (width, height)
     }
 
     /// The media type from the file's signature.

@@ -28,7 +28,7 @@ struct Passcode: ParsableCommand {
     @Flag(help: "Read the passcode (and the current one first, when asked) as lines from standard input.")
     var stdin = false
 
-    @Flag(help: "Accept a common or trivial PIN such as 1234 (administrators only, on purpose).")
+    @Flag(help: "Accept a common, date-shaped or trivial PIN such as 1234, or a PIN of 6 digits or fewer for root (administrators only, on purpose; min_passcode still applies).")
     var allowWeak = false
 
     func run() throws {
@@ -38,13 +38,15 @@ struct Passcode: ParsableCommand {
             let options = try store.load()
             let account = try Command.account(user)
             let authenticator = Authenticator(options: options)
-            let existing = try RecordStore(directory: options.recordDirectory).load(account)
+            let existing = options.directory.isEnabled
+                ? try authenticator.fleetStatus(of: account)?.record  // fleet mode: the directory's record
+                : try RecordStore(directory: options.recordDirectory).load(account)
             let actingOnOther = account.uid != getuidValue()
             if let stored = existing?.passcode, !actingOnOther {
                 try confirmCurrent(authenticator, account: account, type: stored.type)
             }
             let chosenType = type ?? existing?.passcode?.type ?? .digits6
-            let newPasscode = try readNew(type: chosenType)
+            let newPasscode = try readNew(type: chosenType, minimum: options.minimumPasscode, isRoot: account.uid == 0)
             try authenticator.storePasscode(newPasscode, type: chosenType, for: account)
             Command.audit("passcode of user \(account.name) set (type \(chosenType.rawValue)) by uid \(getuidValue())")
             Terminal.say("Passcode for \(account.name) saved (type \(chosenType.rawValue)).")
@@ -57,7 +59,7 @@ struct Passcode: ParsableCommand {
         }
         let subject = try authenticator.subject(for: account.name.value)
         // The check counts like a login: a wrong current passcode is a failed attempt.
-        switch try authenticator.attempt(current, for: subject) {
+        switch try authenticator.attempt(current, for: subject, asProofForChange: true) {
         case .success: return
         case .locked: throw Failure(ExitCodes.refused, "locked after too many failed attempts; ask an administrator")
         case .failure, .notEnrolled, .passcodeRequired: throw Failure(ExitCodes.refused, "the current passcode is wrong")
@@ -77,7 +79,7 @@ struct Passcode: ParsableCommand {
         }
         guard !allowWeak else { throw Failure(ExitCodes.notRoot, "--allow-weak is for administrators") }
         let chosenType = type ?? current ?? .digits6
-        let newPasscode = try readNew(type: chosenType)
+        let newPasscode = try readNew(type: chosenType, minimum: nil, isRoot: account.uid == 0)
         let typeName = Array(chosenType.rawValue.utf8)
         try proof.withBytes { proofBytes in
             try newPasscode.withBytes { newBytes in
@@ -89,11 +91,11 @@ struct Passcode: ParsableCommand {
         Terminal.say("Passcode for \(account.name) saved (type \(chosenType.rawValue)).")
     }
 
-    private func readNew(type: PasscodeType) throws -> SecureBytes {
+    private func readNew(type: PasscodeType, minimum: PasscodeType?, isRoot: Bool) throws -> SecureBytes {
         guard case .secret(let first) = try Terminal.readSecret(prompt: "New passcode (\(type.rawValue)): ", fromStdin: stdin) else {
             throw Failure(ExitCodes.refused, "cancelled")
         }
-        if let violation = first.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: allowWeak) }) {
+        if let violation = first.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: allowWeak, minimum: minimum, isRoot: isRoot) }) {
             throw Failure(ExitCodes.refused, violation.message)
         }
         if !stdin {

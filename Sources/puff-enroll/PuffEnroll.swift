@@ -14,6 +14,7 @@ struct PuffEnroll: ParsableCommand {
         rules, confirmation mismatch, wrong current passcode, locked); 4 unknown user or \
         nothing enrolled; 64 usage error; 77 must be run as root.
         """,
+        version: BuildInfo.version,
         subcommands: [Passcode.self, GestureCommand.self, ShowGesture.self, Status.self, Lock.self, Reset.self, Remove.self]
     )
 }
@@ -38,7 +39,7 @@ struct StoreOptions: ParsableArguments {
     var configFile: String?
 
     @Option(help: "The setuid helper used when not run as root (module option helper=).")
-    var helper: String = PuffOptions().helperPath
+    var helper: String = BuildInfo.helperPath
 
     /// Loads the options exactly as the module does: defaults, the file, then these overrides.
     func load() throws -> PuffOptions {

@@ -3,7 +3,8 @@ import CStb
 import Glibc
 
 /// A picture decoded to RGBA pixels with stb_image (PNG and JPEG), ready to be rendered as
-/// terminal text with libchafa.
+/// terminal text with libchafa. The pixels are malloc'ed (by stb_image or by the reader of the
+/// unprivileged decoder); `stbi_image_free` is `free`.
 final class PadPicture {
     /// Why a picture cannot be shown.
     struct LoadError: Error, CustomStringConvertible {
@@ -19,23 +20,101 @@ final class PadPicture {
     let height: Int
     private let pixels: UnsafeMutablePointer<UInt8>
 
-    /// Reads and decodes `path`.
+    /// Reads and decodes `path`. As root (`puff-pad login` for another user, whose picture
+    /// came from that user), stb_image runs only in a child that has become `nobody`
+    /// (`decodeUnprivileged`): a flaw in the decoder cannot run code as root.
     init(path: String) throws(LoadError) {
         let bytes = try Self.read(path)
         guard bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) || bytes.starts(with: [0xFF, 0xD8, 0xFF]) else {
             throw LoadError(description: "\(path) is not a PNG or JPEG picture")
         }
-        guard let length = Int32(exactly: bytes.count) else { throw LoadError(description: "\(path) is too large") }
+        if geteuid() == 0 || getuid() == 0 {
+            (width, height, pixels) = try Self.decodeUnprivileged(bytes, path: path)
+            return
+        }
+        guard let decoded = Self.decode(bytes) else { throw LoadError(description: "\(path): the picture cannot be decoded") }
+        (width, height, pixels) = decoded
+    }
+
+    /// stb_image on `bytes`, within the size limits; the pixels are RGBA and malloc'ed.
+    private static func decode(_ bytes: [UInt8]) -> (Int, Int, UnsafeMutablePointer<UInt8>)? {
+        guard let length = Int32(exactly: bytes.count) else { return nil }
         var w: Int32 = 0, h: Int32 = 0, components: Int32 = 0
         let known = bytes.withUnsafeBufferPointer { stbi_info_from_memory($0.baseAddress, length, &w, &h, &components) }
-        guard known == 1, w > 0, h > 0, Int(w) <= 100_000, Int(h) <= 100_000,
-              Int(w) * Int(h) <= Self.maximumPixels
-        else { throw LoadError(description: "\(path): unsupported picture size") }
+        guard known == 1, Self.acceptable(Int(w), Int(h)) else { return nil }
         let decoded = bytes.withUnsafeBufferPointer { stbi_load_from_memory($0.baseAddress, length, &w, &h, &components, 4) }
-        guard let decoded else { throw LoadError(description: "\(path): the picture cannot be decoded") }
-        width = Int(w)
-        height = Int(h)
-        pixels = decoded
+        guard let decoded, Self.acceptable(Int(w), Int(h)) else { return nil }
+        return (Int(w), Int(h), decoded)
+    }
+
+    private static func acceptable(_ w: Int, _ h: Int) -> Bool {
+        w > 0 && h > 0 && w <= 100_000 && h <= 100_000 && w * h <= maximumPixels
+    }
+
+    /// The unprivileged user the decoder runs as.
+    static let nobody: UInt32 = 65534
+
+    /// Decodes in a forked child that drops every group and becomes `nobody` first, and reads
+    /// back its answer as untrusted data: width and height (checked again), then exactly
+    /// width × height × 4 bytes, then a clean exit.
+    private static func decodeUnprivileged(_ bytes: [UInt8], path: String) throws(LoadError)
+        -> (Int, Int, UnsafeMutablePointer<UInt8>) {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw LoadError(description: "\(path): cannot start the decoder") }
+        let child = fork()
+        if child == 0 {
+            close(ends[0])
+            guard setgroups(0, nil) == 0, setgid(nobody) == 0, setuid(nobody) == 0, setuid(0) != 0 else { _exit(2) }
+            guard let (w, h, pixels) = decode(bytes) else { _exit(1) }
+            var header = [Int32(w), Int32(h)]
+            let sent = header.withUnsafeMutableBytes { writeAll(ends[1], UnsafeRawBufferPointer($0)) }
+                && writeAll(ends[1], UnsafeRawBufferPointer(start: pixels, count: w * h * 4))
+            _exit(sent ? 0 : 3)
+        }
+        close(ends[1])
+        defer { close(ends[0]) }
+        guard child > 0 else { throw LoadError(description: "\(path): cannot start the decoder") }
+        var header: [Int32] = [0, 0]
+        let got = header.withUnsafeMutableBytes { readAll(ends[0], $0) }
+        let w = Int(header[0]), h = Int(header[1])
+        var pixels: UnsafeMutablePointer<UInt8>?
+        if got, acceptable(w, h), let buffer = malloc(w * h * 4)?.assumingMemoryBound(to: UInt8.self) {
+            if readAll(ends[0], UnsafeMutableRawBufferPointer(start: buffer, count: w * h * 4)) {
+                pixels = buffer
+            } else {
+                free(buffer)
+            }
+        }
+        var status: Int32 = 0
+        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+        guard let pixels else { throw LoadError(description: "\(path): the picture cannot be decoded") }
+        guard status == 0 else {
+            free(pixels)
+            throw LoadError(description: "\(path): the picture cannot be decoded")
+        }
+        return (w, h, pixels)
+    }
+
+    private static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Bool {
+        var done = 0
+        while done < buffer.count, let base = buffer.baseAddress {
+            let wrote = Glibc.write(fd, base + done, buffer.count - done)
+            if wrote < 0 && errno == EINTR { continue }
+            guard wrote > 0 else { return false }
+            done += wrote
+        }
+        return true
+    }
+
+    private static func readAll(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        var done = 0
+        while done < buffer.count, let base = buffer.baseAddress {
+            let got = Glibc.read(fd, base + done, buffer.count - done)
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { return false }
+            done += got
+        }
+        return true
     }
 
     deinit { stbi_image_free(pixels) }

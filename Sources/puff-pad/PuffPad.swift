@@ -1,3 +1,4 @@
+import CPuffBuild
 import ArgumentParser
 import Glibc
 import PuffCore
@@ -15,6 +16,7 @@ struct PuffPad: ParsableCommand {
         Exit codes: 0 done; 1 authentication failed; 2 cancelled; 64 usage; 66 picture \
         unreadable; 69 no terminal or no mouse support; 70 PAM error.
         """,
+        version: String(cString: puff_build_version()),
         subcommands: [DrawCommand.self, LoginCommand.self]
     )
 }

@@ -134,6 +134,7 @@ static char *from_hex(const char *hex, size_t *length) {
 
 struct options {
     const char *confdir, *service, *user, *op, *authtok, *wait_fifo;
+    const char *rhost, *tty, *ruser;   /* PAM_RHOST, PAM_TTY, PAM_RUSER when given */
     int no_user, repeat, threads, fd_check, time;
     struct script script;
 };
@@ -189,6 +190,9 @@ static int run_once(struct options *options, struct script *script) {
         return status;
     }
     if (options->authtok) pam_set_item(handle, PAM_AUTHTOK, options->authtok);
+    if (options->rhost) pam_set_item(handle, PAM_RHOST, options->rhost);
+    if (options->tty) pam_set_item(handle, PAM_TTY, options->tty);
+    if (options->ruser) pam_set_item(handle, PAM_RUSER, options->ruser);
     struct timespec started, ended;
     int rounds_before = script->rounds;
     clock_gettime(CLOCK_MONOTONIC, &started);
@@ -238,6 +242,9 @@ int main(int argc, char **argv) {
         else if (strcmp(arg, "--no-user") == 0) options.no_user = 1;
         else if (strcmp(arg, "--op") == 0) TAKE(options.op);
         else if (strcmp(arg, "--authtok") == 0) TAKE(options.authtok);
+        else if (strcmp(arg, "--rhost") == 0) TAKE(options.rhost);
+        else if (strcmp(arg, "--tty") == 0) TAKE(options.tty);
+        else if (strcmp(arg, "--ruser") == 0) TAKE(options.ruser);
         else if (strcmp(arg, "--wait-fifo") == 0) TAKE(options.wait_fifo);
         else if (strcmp(arg, "--reply") == 0 || strcmp(arg, "--reply-file") == 0) {
             const char *text;

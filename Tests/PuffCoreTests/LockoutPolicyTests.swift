@@ -6,8 +6,9 @@ struct LockoutPolicyTests {
     static let start: Int64 = 1_700_000_000
 
     private func policy(deny: UInt32 = 3, delays: [Int64] = [60, 300, 900], failInterval: Int64 = 0,
-                        evenDenyRoot: Bool = false) -> LockoutPolicy {
+                        evenDenyRoot: Bool = false, maxFailures: UInt32 = 0) -> LockoutPolicy {
         var policy = LockoutPolicy()
+        policy.maxFailures = maxFailures
         policy.deny = deny
         policy.delays = delays
         policy.failInterval = failInterval
@@ -29,8 +30,8 @@ struct LockoutPolicyTests {
         let rules = policy(deny: 3)
         let tallies = failures(rules, at: [Self.start, Self.start + 1])
         #expect(tallies == [
-            Tally(failures: 1, lastFailure: Self.start, lockedUntil: 0),
-            Tally(failures: 2, lastFailure: Self.start + 1, lockedUntil: 0),
+            Tally(failures: 1, lastFailure: Self.start, lockedUntil: 0).numbered(1),
+            Tally(failures: 2, lastFailure: Self.start + 1, lockedUntil: 0).numbered(2),
         ])
         #expect(rules.status(of: tallies[1], now: Self.start + 1, isRoot: false) == .open)
     }
@@ -49,7 +50,7 @@ struct LockoutPolicyTests {
     func denyOne() {
         let rules = policy(deny: 1, delays: [30])
         let tally = rules.recordingFailure(in: Tally(), now: Self.start)
-        #expect(tally == Tally(failures: 1, lastFailure: Self.start, lockedUntil: Self.start + 30))
+        #expect(tally == Tally(failures: 1, lastFailure: Self.start, lockedUntil: Self.start + 30).numbered(1))
         #expect(rules.status(of: tally, now: Self.start, isRoot: false) == .locked(secondsLeft: 30))
     }
 
@@ -80,12 +81,70 @@ struct LockoutPolicyTests {
     func denyZero() {
         let rules = policy(deny: 0, delays: [60])
         let tallies = failures(rules, at: (0..<50).map { Self.start + $0 })
-        #expect(tallies.last == Tally(failures: 50, lastFailure: Self.start + 49, lockedUntil: 0))
+        #expect(tallies.last == Tally(failures: 50, lastFailure: Self.start + 49, lockedUntil: 0).numbered(50))
         #expect(tallies.allSatisfy { $0.lockedUntil == 0 })
         #expect(rules.status(of: tallies[49], now: Self.start + 49, isRoot: false) == .open)
         // Even a tally written under an earlier policy does not lock.
         let locked = Tally(failures: 9, lastFailure: Self.start, lockedUntil: Self.start + 1000)
         #expect(rules.status(of: locked, now: Self.start, isRoot: false) == .open)
+    }
+
+    @Test("root is locked by default; root_exempt (evenDenyRoot false) is the opt-out")
+    func rootDefault() {
+        #expect(LockoutPolicy().evenDenyRoot)
+        #expect(LockoutPolicy().maxFailures == 10)
+    }
+
+    @Test("after max_failures only a reset helps, whatever the delays; 0 means no cap")
+    func cap() {
+        let t = Self.start
+        let capped = policy(deny: 5, delays: [60, 300, 900, 900, 3600], maxFailures: 10)
+        var tally = Tally()
+        for index in 0..<10 { tally = capped.recordingFailure(in: tally, now: t + Int64(index) * 10_000) }
+        #expect(tally.failures == 10)
+        #expect(tally.lockedUntil == Tally.untilReset)
+        #expect(capped.status(of: tally, now: Int64.max - 1, isRoot: false) == .lockedUntilReset)
+        #expect(capped.status(of: tally, now: t, isRoot: true) == .open)  // root_exempt in this policy
+        var uncapped = Tally()
+        let open = policy(deny: 5, delays: [60, 3600], maxFailures: 0)
+        for index in 0..<10 { uncapped = open.recordingFailure(in: uncapped, now: t + Int64(index) * 10_000) }
+        #expect(uncapped.lockedUntil == t + 90_000 + 3600)
+        // The default policy: 10 failures, whatever the spacing, and the account waits for a reset.
+        var defaults = Tally()
+        for index in 0..<10 { defaults = LockoutPolicy().recordingFailure(in: defaults, now: t + Int64(index) * 100_000) }
+        #expect(LockoutPolicy().status(of: defaults, now: t + 2_000_000, isRoot: true) == .lockedUntilReset)
+    }
+
+    @Test("a success clears the failures counted before it and keeps those counted after it")
+    func settlingSuccess() {
+        let rules = policy(deny: 3, delays: [60])
+        let t = Self.start
+        // Attempts 1..4 counted; attempt 2 turns out to be right while 3 and 4 still run.
+        let four = failures(rules, at: [t, t + 1, t + 2, t + 3])[3]
+        #expect(four.serial == 4 && four.lockedUntil == t + 63)
+        let settled = four.settlingSuccess(of: 2, deny: rules.deny)
+        #expect(settled?.failures == 2)
+        #expect(settled?.lockedUntil == 0)
+        #expect(settled?.clearedSerial == 2)
+        // The latest attempt's success clears everything.
+        #expect(four.settlingSuccess(of: 4, deny: rules.deny)?.failures == 0)
+        // An older success finishing after a newer one (or a reset) changes nothing.
+        #expect(settled?.settlingSuccess(of: 1, deny: rules.deny) == nil)
+        #expect(settled?.settlingSuccess(of: 2, deny: rules.deny) == nil)
+        // An attempt number never counted is refused.
+        #expect(four.settlingSuccess(of: 5, deny: rules.deny) == nil)
+        // Failures after the success that reach deny keep their lock.
+        let six = failures(rules, at: [t + 4, t + 5], from: four)[1]
+        let kept = six.settlingSuccess(of: 2, deny: rules.deny)
+        #expect(kept?.failures == 4)
+        #expect(kept?.lockedUntil == six.lockedUntil)
+    }
+
+    @Test("a damaged counter reads as locked until reset, never as zero")
+    func damaged() {
+        #expect(Tally.damaged.isDamaged)
+        #expect(Tally.damaged.failures > 0)
+        #expect(LockoutPolicy().status(of: .damaged, now: Self.start, isRoot: false) == .lockedUntilReset)
     }
 
     @Test("root is locked only with evenDenyRoot")
@@ -134,7 +193,7 @@ struct LockoutPolicyTests {
         #expect(rules.recordingFailure(in: two, now: t + 10 + 900).failures == 3)
         #expect(rules.recordingFailure(in: two, now: t + 10 + 900).lockedUntil == t + 910 + 60)
         let forgotten = rules.recordingFailure(in: two, now: t + 10 + 901)
-        #expect(forgotten == Tally(failures: 1, lastFailure: t + 911, lockedUntil: 0))
+        #expect(forgotten == Tally(failures: 1, lastFailure: t + 911, lockedUntil: 0).numbered(3))
     }
 
     @Test("failInterval is measured from the end of the lock when that is later")
@@ -147,7 +206,7 @@ struct LockoutPolicyTests {
         #expect(stillCounting.failures == 4)
         #expect(stillCounting.lockedUntil == t + 4500 + 3600)
         let forgotten = rules.recordingFailure(in: locked, now: t + 3600 + 901)
-        #expect(forgotten == Tally(failures: 1, lastFailure: t + 4501, lockedUntil: 0))
+        #expect(forgotten == Tally(failures: 1, lastFailure: t + 4501, lockedUntil: 0).numbered(1))
     }
 
     @Test("failInterval 0 never forgets")
@@ -162,7 +221,7 @@ struct LockoutPolicyTests {
         let rules = policy(deny: 3, delays: [60, 120])
         let full = Tally(failures: UInt32.max, lastFailure: Self.start, lockedUntil: 0)
         let next = rules.recordingFailure(in: full, now: Self.start + 1)
-        #expect(next == Tally(failures: UInt32.max, lastFailure: Self.start + 1, lockedUntil: Self.start + 121))
+        #expect(next == Tally(failures: UInt32.max, lastFailure: Self.start + 1, lockedUntil: Self.start + 121).numbered(1))
         let almost = Tally(failures: UInt32.max - 1, lastFailure: Self.start, lockedUntil: 0)
         #expect(rules.recordingFailure(in: almost, now: Self.start).failures == UInt32.max)
         let huge = policy(deny: UInt32.max, delays: [60])
@@ -173,5 +232,14 @@ struct LockoutPolicyTests {
     func lockEndOverflow() {
         let rules = policy(deny: 1, delays: [60])
         #expect(rules.recordingFailure(in: Tally(), now: Int64.max - 10).lockedUntil == Tally.untilReset)
+    }
+}
+
+extension Tally {
+    /// This tally as the `serial`-th counted attempt left it.
+    func numbered(_ serial: UInt64) -> Tally {
+        var copy = self
+        copy.serial = serial
+        return copy
     }
 }

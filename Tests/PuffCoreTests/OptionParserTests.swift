@@ -40,7 +40,9 @@ struct OptionParserTests {
         #expect(options.lockout.deny == 5)
         #expect(options.lockout.failInterval == 0)
         #expect(options.lockout.delays == [60, 300, 900, 900, 3600])
-        #expect(!options.lockout.evenDenyRoot)
+        #expect(options.lockout.evenDenyRoot)
+        #expect(options.lockout.maxFailures == 10)
+        #expect(options.minimumPasscode == nil)
         #expect(options.lockWaitSeconds == 30)
         #expect(options.kdf == Argon2Parameters(memoryKiB: 65536, iterations: 1))
     }
@@ -64,6 +66,8 @@ struct OptionParserTests {
         expected.lockout.deny = 3
         expected.lockout.failInterval = 900
         expected.lockout.delays = [120]
+        expected.lockout.maxFailures = 0
+        expected.minimumPasscode = .digits6
         expected.lockWaitSeconds = 600
         expected.kdf = Argon2Parameters(memoryKiB: 1 << 20, iterations: 16)
         let options = try parse([
@@ -71,8 +75,20 @@ struct OptionParserTests {
             "gesture_tries=3", "passcode_interval=7d", "gesture_after_reboot",
             "nullok", "debug", "silent", "nodelay", "try_first_pass", "use_first_pass", "even_deny_root",
             "deny=3", "fail_interval=15m", "unlock_time=2m", "lock_wait=600", "kdf_ops=16", "kdf_mem_kib=1048576",
+            "max_failures=0", "min_passcode=digits6",
         ])
         #expect(options == expected)
+    }
+
+    @Test("root_exempt turns root's lockout off; min_passcode takes a type name only")
+    func rootExemptAndMinimum() throws {
+        #expect(try !parse(["root_exempt"]).lockout.evenDenyRoot)
+        #expect(try parse(["root_exempt", "even_deny_root"]).lockout.evenDenyRoot)
+        #expect(try parse(["max_failures=25"]).lockout.maxFailures == 25)
+        #expect(failure("min_passcode=6") != nil)
+        #expect(failure("min_passcode=") != nil)
+        #expect(failure("max_failures=-1") != nil)
+        #expect(failure("root_exempt=1") == OptionError(key: "root_exempt", reason: "takes no value"))
     }
 
     @Test("a known key returns no warning")

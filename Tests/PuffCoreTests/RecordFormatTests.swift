@@ -21,16 +21,18 @@ struct TallyFormatTests {
     @Test("the exact encoding")
     func exactEncoding() throws {
         let text = String(decoding: Tally(failures: 3, lastFailure: 100, lockedUntil: 160).encoded(), as: UTF8.self)
-        #expect(text == "puff-tally 2\nfailures 3\nlast-failure 100\nlocked-until 160\n"
-            + "gesture-failures 0\npasscode-at 0\npasscode-boot -\nadmin-lock 0\n")
+        #expect(text == "puff-tally 3\nfailures 3\nlast-failure 100\nlocked-until 160\n"
+            + "gesture-failures 0\npasscode-at 0\npasscode-boot -\nadmin-lock 0\nserial 0\ncleared-serial 0\n")
         var full = Tally(failures: 1)
         full.gestureFailures = 2
         full.passcodeAt = 1_700_000_000
         full.passcodeBoot = "0123456789abcdef0123456789abcdef"
         full.adminLock = true
-        #expect(String(decoding: full.encoded(), as: UTF8.self) == "puff-tally 2\nfailures 1\nlast-failure 0\n"
+        full.serial = 7
+        full.clearedSerial = 5
+        #expect(String(decoding: full.encoded(), as: UTF8.self) == "puff-tally 3\nfailures 1\nlast-failure 0\n"
             + "locked-until 0\ngesture-failures 2\npasscode-at 1700000000\n"
-            + "passcode-boot 0123456789abcdef0123456789abcdef\nadmin-lock 1\n")
+            + "passcode-boot 0123456789abcdef0123456789abcdef\nadmin-lock 1\nserial 7\ncleared-serial 5\n")
         #expect(try Tally.decode(full.encoded()) == full)
     }
 
@@ -45,6 +47,17 @@ struct TallyFormatTests {
         }
         #expect(throws: RecordFormatError.missingKey) {
             try Tally.decode(bytes("puff-tally 2\nfailures 3\nlast-failure 100\nlocked-until 160\n"))
+        }
+    }
+
+    @Test("a version 2 file reads with no attempt numbers; version 3 refuses cleared-serial above serial")
+    func version3() throws {
+        let two = try Tally.decode(bytes("puff-tally 2\nfailures 3\nlast-failure 100\nlocked-until 160\n"
+            + "gesture-failures 0\npasscode-at 0\npasscode-boot -\nadmin-lock 0\n"))
+        #expect(two.failures == 3 && two.serial == 0 && two.clearedSerial == 0)
+        #expect(throws: RecordFormatError.badValue) {
+            try Tally.decode(bytes("puff-tally 3\nfailures 3\nlast-failure 100\nlocked-until 160\n"
+                + "gesture-failures 0\npasscode-at 0\npasscode-boot -\nadmin-lock 0\nserial 1\ncleared-serial 2\n"))
         }
     }
 
@@ -70,7 +83,8 @@ struct TallyFormatTests {
     }
 
     @Test("rejections", arguments: [
-        ("puff-tally 3\nfailures 1\nlast-failure 0\nlocked-until 0\n", RecordFormatError.badHeader),
+        ("puff-tally 4\nfailures 1\nlast-failure 0\nlocked-until 0\n", RecordFormatError.badHeader),
+        ("puff-tally 3\nfailures 1\nlast-failure 0\nlocked-until 0\n", .missingKey),
         ("failures 1\nlast-failure 0\nlocked-until 0\n", .badHeader),
         ("puff-tally 1 \nfailures 1\nlast-failure 0\nlocked-until 0\n", .badHeader),
         ("\n", .badHeader),

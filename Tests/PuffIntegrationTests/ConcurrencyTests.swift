@@ -41,20 +41,26 @@ struct ConcurrencyTests {
 
     @Test func sixtyFourSimultaneousFailuresAreAllCounted() throws {
         let user = try TestUsers.ensure("puff-it-alice")
-        let fixture = try Fixture(moduleArguments: "deny=100000")
+        let fixture = try Fixture(moduleArguments: "deny=100000 max_failures=0")
         try fixture.enroll(user, "604917")
         let results = try raceAuthentications(fixture, user: user, reply: "111333", count: 64)
         #expect(results.allSatisfy { $0 == PAMCode.authError })
         #expect(try fixture.failures(user) == 64)
     }
 
-    @Test func thirtyTwoSimultaneousCorrectLoginsAllSucceedWithDenyThree() throws {
+    /// Attempts no longer wait for each other's argon2id (issue 11: a stopped process must not
+    /// hold the lock), so attempts in flight count as failures until they finish: with deny=3,
+    /// some of 32 simultaneous right answers may find the account locked for that moment.
+    /// None is lost, nothing else goes wrong, and the successes clear the count.
+    @Test func thirtyTwoSimultaneousCorrectLoginsWithDenyThreeEndCleared() throws {
         let user = try TestUsers.ensure("puff-it-alice")
         let fixture = try Fixture(moduleArguments: "deny=3 delays=10m")
         try fixture.enroll(user, "604917")
         let results = try raceAuthentications(fixture, user: user, reply: "604917", count: 32)
-        #expect(results.filter { $0 == PAMCode.success }.count == 32)
+        #expect(results.allSatisfy { $0 == PAMCode.success || $0 == PAMCode.authError }, "\(results)")
+        #expect(results.filter { $0 == PAMCode.success }.count >= 3, "\(results)")
         #expect(try fixture.failures(user) == 0)
+        #expect(try fixture.authenticate(user, replies: ["604917"]).status == PAMCode.success)
     }
 
     @Test func attemptKilledDuringVerificationStaysCounted() throws {
@@ -86,7 +92,7 @@ struct ConcurrencyTests {
 
     @Test func multithreadedHostDoesNotCrash() throws {
         let user = try TestUsers.ensure("puff-it-alice")
-        let fixture = try Fixture(moduleArguments: "deny=100000")
+        let fixture = try Fixture(moduleArguments: "deny=100000 max_failures=0")
         try fixture.enroll(user, "604917")
         let result = try fixture.authenticate(user, replies: ["604917"], extra: ["--threads", "16", "--repeat", "20"])
         #expect(result.status == 0, "\(result.output) \(result.errors)")

@@ -23,7 +23,8 @@ struct PadOverSSHTests {
         let fixture = stage.fixture
         // The pad (a debug build linking the toolchain's Swift runtime) where the account can run it.
         let pad = stage.bin + "/puff-pad"
-        try FileManager.default.copyItem(atPath: Artefacts.pad, toPath: pad)
+        // cp(1), not copyItem: see Stage.copy (ETXTBSY from a write descriptor inherited by a fork).
+        #expect(try run("/bin/cp", [Artefacts.pad, pad]).status == 0)
         chmod(pad, 0o755)
         let picture = stage.bin + "/picture.png"
         // Where the remote side leaves the drawn gesture: the account's own directory.

@@ -119,14 +119,76 @@ final class Fixture {
     }
 }
 
-/// Ordinary accounts for the tests (CI runs as root; they are created once and reused).
+/// The suite's accounts, passwords and PAM services exist only in the private copy of /etc that
+/// `make test` runs it in (scripts/hermetic.sh: copy-on-write overlays of /etc, /var/lib and
+/// /var/log in a private mount namespace). Adding an account anywhere else would leave it on
+/// the machine, so that is refused, loudly.
+enum Hermetic {
+    /// Throws unless this process runs inside scripts/hermetic.sh's namespace, checked in the
+    /// mount table itself (an environment variable alone could be inherited by mistake).
+    static func requirePrivateEtc() throws {
+        let mounts = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
+        // mountinfo: ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ... - FSTYPE SOURCE SUPER
+        let privateEtc = mounts.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ")
+            guard fields.count > 4, fields[4] == "/etc", let dash = fields.firstIndex(of: "-"),
+                  dash + 2 < fields.count else { return false }
+            return fields[dash + 1] == "overlay" && fields[dash + 2] == "puff-etc"
+        }
+        guard privateEtc, ProcessInfo.processInfo.environment["PUFF_HERMETIC"] == "1" else {
+            throw CocoaError(.fileWriteNoPermission, userInfo: [NSLocalizedDescriptionKey:
+                "refusing to add an account to this machine's /etc: run the suite with `make test` (scripts/hermetic.sh)"])
+        }
+    }
+
+    /// Held for writing while `useradd`/`userdel` rewrite the suite's /etc/passwd and
+    /// /etc/shadow, for reading while a test's namespace has a file bind-mounted over one of
+    /// them: those tools replace the files by rename, and a rename in the suite's /etc detaches
+    /// a bind mount made on the old file in a child namespace (UnprivilegedTests caught it).
+    static let systemFiles = ReadWriteLock()
+
+    /// Runs `useradd` with `arguments` (retried briefly: useradd refuses while another holds
+    /// the passwd lock) inside the private /etc.
+    static func addAccount(_ name: String, _ arguments: [String]) throws {
+        try requirePrivateEtc()
+        systemFiles.lockForWriting()
+        defer { systemFiles.unlock() }
+        var result = Run(status: 1, output: "", errors: "")
+        for _ in 0..<20 {
+            result = try run("/usr/sbin/useradd", arguments + [name])
+            if result.status == 0 || getpwnam(name) != nil { return }
+            usleep(200_000)
+        }
+        throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "useradd \(name): \(result.errors)"])
+    }
+
+    /// Removes an account the suite added (the private /etc vanishes with the run anyway; a
+    /// test that is done with an account says so).
+    static func removeAccount(_ name: String) {
+        systemFiles.lockForWriting()
+        defer { systemFiles.unlock() }
+        for _ in 0..<20 {
+            if (try? run("/usr/sbin/userdel", [name]))?.status == 0 || getpwnam(name) == nil { return }
+            usleep(200_000)
+        }
+    }
+}
+
+/// A pthread reader-writer lock shared by the tests of one run.
+final class ReadWriteLock: @unchecked Sendable {
+    private let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+    init() { pthread_rwlock_init(lock, nil) }
+    func lockForReading() { pthread_rwlock_rdlock(lock) }
+    func lockForWriting() { pthread_rwlock_wrlock(lock) }
+    func unlock() { pthread_rwlock_unlock(lock) }
+}
+
+/// Ordinary accounts for the tests, made in the suite's private /etc on first use and shared
+/// by the tests of one run.
 enum TestUsers {
     static func ensure(_ name: String) throws -> String {
         if getpwnam(name) == nil {
-            let result = try run("/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
-            guard result.status == 0 || getpwnam(name) != nil else {
-                throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "useradd \(name): \(result.errors)"])
-            }
+            try Hermetic.addAccount(name, ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin"])
         }
         return name
     }

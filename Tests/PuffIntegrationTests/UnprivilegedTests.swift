@@ -45,15 +45,24 @@ struct UnprivilegedTests {
                                                     attributes: [.posixPermissions: 0o755])
             try fixture.write(systemPAM + "/puff-enroll", "auth required pam_unix.so\naccount required pam_unix.so\n", mode: 0o644)
             try copy(GestureLoginTests.picture, to: bin + "/picture.png", mode: 0o644)
-            // Empty mount points, made when missing and left in place (the installed layout has
-            // them anyway): removing them could pull them from under a concurrent run.
+            // The system files the helper's system-password proof reads (pam_unix as root):
+            // /etc/shadow as a copy, to which userWithPassword adds a password.
+            try FileManager.default.copyItem(atPath: "/etc/shadow", toPath: shadow)
+            chmod(shadow, 0o640)
+            // Empty mount points, made when missing (in the suite's private /etc and /var/lib).
             for (point, mode) in [("/etc/puff", 0o755), ("/var/lib/puff", 0o700)] where access(point, F_OK) != 0 {
                 #expect(mkdir(point, mode_t(mode)) == 0 || errno == EEXIST)
             }
         }
 
         private func copy(_ from: String, to: String, mode: Int) throws {
-            try FileManager.default.copyItem(atPath: from, toPath: to)
+            // Copied by cp(1), not in this process: a descriptor open for writing here would be
+            // inherited by a concurrent test's fork, and executing the copy then fails with
+            // ETXTBSY ("Text file busy").
+            let copied = try run("/bin/cp", [from, to])
+            guard copied.status == 0 else {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cp \(from): \(copied.errors)"])
+            }
             chown(to, 0, 0)
             chmod(to, mode_t(mode))
         }
@@ -62,9 +71,25 @@ struct UnprivilegedTests {
         /// fixed paths.
         func runAs(_ user: String, _ command: [String], input: String? = nil) throws -> Run {
             let quoted = command.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-            let script = "mount --bind \(fixture.etc) /etc/puff && mount --bind \(fixture.state) /var/lib/puff && "
-                + "exec setpriv --reuid=\(user) --regid=\(user) --init-groups \(quoted)"
-            return try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script], input: input)
+            // The namespace also shows the stage's /etc/shadow and system PAM directory, and
+            // proves it before running anything: the files at the system paths must be the
+            // copies (same device and inode), or the run stops with status 99.
+            let script = """
+                mount --bind \(fixture.etc) /etc/puff && mount --bind \(fixture.state) /var/lib/puff \
+                  && mount --bind \(shadow) /etc/shadow && mount --bind \(systemPAM) /etc/pam.d || exit 98
+                [ "$(stat -c %d:%i /etc/shadow)" = "$(stat -c %d:%i \(shadow))" ] \
+                  && [ "$(stat -c %d:%i /etc/pam.d)" = "$(stat -c %d:%i \(systemPAM))" ] \
+                  && [ "$(stat -c %d:%i /etc/puff)" = "$(stat -c %d:%i \(fixture.etc))" ] \
+                  || { echo "the stage's shadow, pam.d or store is not what the namespace shows" >&2; exit 99; }
+                exec setpriv --reuid=\(user) --regid=\(user) --init-groups \(quoted)
+                """
+            Hermetic.systemFiles.lockForReading()
+            defer { Hermetic.systemFiles.unlock() }
+            let result = try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script], input: input)
+            guard result.status != 98 && result.status != 99 else {
+                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "private mounts: \(result.errors)"])
+            }
+            return result
         }
 
         func authenticate(as caller: String, user: String? = nil, replies: [String]) throws -> Run {
@@ -193,20 +218,32 @@ struct UnprivilegedTests {
         }
     }
 
-    /// An account with a known system password, set only inside the namespace: the stage's
-    /// copy of /etc/shadow carries a hash for it, so the machine's file is never written.
+    /// An account with a known system password, set only in the stage's copy of /etc/shadow,
+    /// which `runAs` mounts at /etc/shadow in its namespace: no other file ever holds it.
     private func userWithPassword(_ stage: Stage) throws -> String {
         let dave = try TestUsers.ensure("puff-it-dave")
         let hash = try run("/usr/bin/openssl", ["passwd", "-6", "-stdin"], input: "Sys-pass-4821\n")
         #expect(hash.status == 0, "\(hash.errors)")
-        let shadow = try String(contentsOfFile: "/etc/shadow", encoding: .utf8)
-        let lines = shadow.split(separator: "\n").map { line -> String in
-            var fields = line.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-            if fields.first == dave, fields.count > 1 { fields[1] = hash.output.trimmingCharacters(in: .whitespacesAndNewlines) }
-            return fields.joined(separator: ":")
-        }
+        let password = hash.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        // The copy was taken before dave existed: his line is replaced, or added.
+        let shadow = try String(contentsOfFile: stage.shadow, encoding: .utf8)
+        var lines = shadow.split(separator: "\n").map(String.init).filter { !$0.hasPrefix(dave + ":") }
+        lines.append("\(dave):\(password):20000:0:99999:7:::")
         try stage.fixture.write(stage.shadow, lines.joined(separator: "\n") + "\n", mode: 0o640)
         return dave
+    }
+
+    @Test func theSystemPasswordLivesOnlyInTheStagesShadowCopy() throws {
+        let stage = try Stage()
+        let dave = try userWithPassword(stage)
+        // What pam_unix reads in the namespace is the copy, with dave's password...
+        let inside = try stage.runAs("root", ["/usr/bin/getent", "shadow", dave])
+        #expect(inside.status == 0 && inside.output.hasPrefix(dave + ":$6$"), "\(inside.output) \(inside.errors)")
+        let service = try stage.runAs("root", ["/bin/cat", "/etc/pam.d/puff-enroll"])
+        #expect(service.output == "auth required pam_unix.so\naccount required pam_unix.so\n")
+        // ...and the suite's own /etc/shadow (itself a private copy of the machine's) has none.
+        let outside = try run("/usr/bin/getent", ["shadow", dave])
+        #expect(outside.status == 0 && !outside.output.contains("$6$"), "\(outside.output)")
     }
 
     private func selfEnroll(_ stage: Stage, _ user: String, _ arguments: [String], input: String) throws -> Run {
@@ -264,7 +301,8 @@ struct UnprivilegedTests {
         #expect(other.status == 77)
         let store = try selfEnroll(stage, dave, ["passcode", "--dir", "/tmp"], input: "Sys-pass-4821\n135790\n")
         #expect(store.status == 77)
-        for command in [["reset", "--user", dave], ["lock", "--user", dave], ["remove"], ["show-gesture", "--user", dave, "--output", "/tmp/x.svg"]] {
+        for command in [["reset", "--user", dave], ["lock", "--user", dave], ["remove", "--user", alice],
+                        ["show-gesture", "--user", dave, "--output", "/tmp/x.svg"]] {
             #expect(try stage.runAs(dave, [stage.enroll] + command).status == 77, "\(command)")
         }
         // A request straight to the helper names no user: it always acts on the caller.

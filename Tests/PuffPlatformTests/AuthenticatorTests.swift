@@ -39,6 +39,71 @@ struct AuthenticatorTests {
         return try #require(record.passcode?.hash)
     }
 
+    /// One attempt that also returns what it counted.
+    private func countedAttempt(_ authenticator: Authenticator, _ passcode: String)
+        throws -> (Authenticator.Outcome, Authenticator.CountedFailure?) {
+        let subject = try authenticator.subject(for: "root")
+        var counted: Authenticator.CountedFailure?
+        let outcome = try authenticator.attempt(try secret(passcode), for: subject, counted: &counted)
+        return (outcome, counted)
+    }
+
+    @Test("takeBack restores the counter the failure found, also when that failure locked")
+    func takeBackRestoresTheCounterBefore() throws {
+        let scratch = try ScratchDirectory()
+        let clock = TestClock(Self.start)
+        let authenticator = Authenticator(options: options(scratch), now: { clock.now })
+        let account = try root()
+        let counters = LockoutStore(directory: scratch("state"), lockWaitSeconds: 30)
+        try authenticator.storePasscode(try secret("604917"), type: .digits6, for: account)
+
+        #expect(try countedAttempt(authenticator, "604917").1 == nil)
+        _ = try attempt(authenticator, "111111")
+        _ = try attempt(authenticator, "111112")
+        let before = try counters.read(account.name)
+        let (outcome, counted) = try countedAttempt(authenticator, "System-password")
+        #expect(outcome == .failure(failures: 3, lock: .locked(secondsLeft: 60)))
+        let failure = try #require(counted)
+        let locked = try counters.read(account.name)
+        #expect(failure.before == before && failure.after == locked)
+        #expect(try authenticator.takeBack(failure))
+        // The counter the failure found, but for the attempt numbers, which only count up.
+        var restored = try counters.read(account.name)
+        #expect(restored.serial == locked.serial)
+        restored.serial = before.serial
+        #expect(restored == before)
+        guard case .enrolled(let enrolled) = try authenticator.subject(for: "root") else {
+            Issue.record("root is no longer enrolled")
+            return
+        }
+        #expect(enrolled.lock == .open)
+        // Taken back once: a second time removes nothing more than one failure.
+        #expect(try authenticator.takeBack(failure))
+        #expect(try counters.read(account.name).failures == 1)
+    }
+
+    @Test("takeBack after other failures removes one and lifts a lock only below deny")
+    func takeBackAfterOtherFailures() throws {
+        let scratch = try ScratchDirectory()
+        let clock = TestClock(Self.start)
+        let authenticator = Authenticator(options: options(scratch), now: { clock.now })
+        let account = try root()
+        let counters = LockoutStore(directory: scratch("state"), lockWaitSeconds: 30)
+        try authenticator.storePasscode(try secret("604917"), type: .digits6, for: account)
+
+        let failure = try #require(try countedAttempt(authenticator, "System-password").1)
+        _ = try attempt(authenticator, "111111")
+        _ = try attempt(authenticator, "111112")
+        #expect(try counters.read(account.name).lockedUntil != 0)
+        #expect(try authenticator.takeBack(failure))
+        let after = try counters.read(account.name)
+        #expect(after.failures == 2 && after.lockedUntil == 0)
+        // An administrator's reset since: nothing left to take back.
+        try counters.reset(account.name)
+        #expect(try authenticator.takeBack(failure) == false)
+        #expect(try counters.read(account.name).failures == 0)
+    }
+
     @Test("the whole flow: success, failures, lock, refusal while locked, unlock, clear")
     func endToEnd() throws {
         let scratch = try ScratchDirectory()
@@ -99,7 +164,7 @@ struct AuthenticatorTests {
         #expect(try attempt(authenticator, "604917") == .success(rehashed: false))
     }
 
-    @Test("root is not locked without even_deny_root, but failures are counted")
+    @Test("root is not locked with root_exempt, but failures are counted")
     func rootExempt() throws {
         let scratch = try ScratchDirectory()
         var lenient = options(scratch)

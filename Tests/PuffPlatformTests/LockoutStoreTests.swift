@@ -29,7 +29,7 @@ struct LockoutStoreTests {
         #expect(try directoryNames(scratch("state")) == [])
     }
 
-    @Test("update then read, in a fixed-size root 0600 file")
+    @Test("update then read, in a root 0600 file replaced whole, beside its lock file")
     func roundTrip() throws {
         let scratch = try ScratchDirectory()
         let counters = store(scratch)
@@ -37,18 +37,28 @@ struct LockoutStoreTests {
         try set(tally, in: counters, for: alice)
         #expect(try counters.read(alice) == tally)
         let info = try fileStatus(scratch("state/alice"))
-        #expect(info.st_size == 512)
+        #expect(info.st_size == tally.encoded().count)
         #expect(info.st_mode & 0o7777 == 0o600)
         #expect(info.st_uid == 0)
         #expect(try fileStatus(scratch("state")).st_mode & 0o7777 == 0o700)
-        let bytes = try contents(scratch("state/alice"))
-        let encoded = tally.encoded()
-        #expect(Array(bytes.prefix(encoded.count)) == encoded)
-        #expect(bytes.dropFirst(encoded.count).allSatisfy { $0 == 0 })
-        // A shorter tally overwrites the longer one completely.
+        #expect(try contents(scratch("state/alice")) == tally.encoded())
+        // Every save is a new file (a write cut short can never leave a mix of old and new).
         try set(Tally(failures: 1), in: counters, for: alice)
         #expect(try counters.read(alice) == Tally(failures: 1))
-        #expect(try fileStatus(scratch("state/alice")).st_size == 512)
+        #expect(try fileStatus(scratch("state/alice")).st_ino != info.st_ino)
+        // The lock file is root 0600 and empty; nothing else is left in the directory.
+        let lock = try fileStatus(scratch("state/.alice.lock"))
+        #expect(lock.st_size == 0 && lock.st_mode & 0o7777 == 0o600 && lock.st_uid == 0)
+        #expect(try directoryNames(scratch("state")) == [".alice.lock", "alice"])
+    }
+
+    @Test("a file of the previous version (padded to 512 bytes) still reads")
+    func paddedFile() throws {
+        let scratch = try ScratchDirectory()
+        try makeDirectory(scratch("state"))
+        let tally = Tally(failures: 3, lastFailure: 7)
+        try makeFile(scratch("state/alice"), tally.encoded() + [UInt8](repeating: 0, count: 512 - tally.encoded().count))
+        #expect(try store(scratch).read(alice) == tally)
     }
 
     @Test("update passes the stored tally in and returns the body's result")
@@ -95,21 +105,38 @@ struct LockoutStoreTests {
         #expect(try store(scratch).read(alice).failures == 320)
     }
 
-    @Test("a corrupted counter is a format error", arguments: [
-        ([UInt8]("garbage\n".utf8), RecordFormatError.badHeader),
-        ([UInt8]("puff-tally 1\nfailures x\nlast-failure 0\nlocked-until 0\n".utf8), .badValue),
-        ([UInt8]("puff-tally 1\nfailures 1\n".utf8), .missingKey),
-        ([UInt8]("puff-tally 1\nfailures 1\nlast-failure 0\nlocked-until 0".utf8) + [0, 0, 0], .badText),
-        ([0xff] + [UInt8](repeating: 0, count: 511), .badText),
+    @Test("a corrupted counter reads as locked until reset (never zero), and reset repairs it", arguments: [
+        [UInt8]("garbage\n".utf8),
+        [UInt8]("puff-tally 1\nfailures x\nlast-failure 0\nlocked-until 0\n".utf8),
+        [UInt8]("puff-tally 1\nfailures 1\n".utf8),
+        [UInt8]("puff-tally 1\nfailures 1\nlast-failure 0\nlocked-until 0".utf8) + [0, 0, 0],
+        [0xff] + [UInt8](repeating: 0, count: 511),
+        // What RLIMIT_FSIZE left of an in-place write by the previous version.
+        [UInt8]("puff-tally 2\nfailures 1".utf8),
     ])
-    func corrupted(bytes: [UInt8], problem: RecordFormatError) throws {
+    func corrupted(bytes: [UInt8]) throws {
         let scratch = try ScratchDirectory()
         try makeDirectory(scratch("state"))
         try makeFile(scratch("state/alice"), bytes)
         let counters = store(scratch)
-        #expect(errorKind { () throws(StoreError) in _ = try counters.read(alice) } == .format(problem))
-        #expect(errorKind { () throws(StoreError) in try set(Tally(), in: counters, for: alice) } == .format(problem))
+        let read = try counters.read(alice)
+        #expect(read.isDamaged)
+        #expect(LockoutPolicy().status(of: read, now: 1_700_000_000, isRoot: false) == .lockedUntilReset)
+        let seen = try counters.update(alice) { tally, _ throws(StoreError) -> Tally in tally }
+        #expect(seen.isDamaged)
         #expect(try contents(scratch("state/alice")) == bytes)
+        try counters.reset(alice)
+        #expect(try counters.read(alice) == Tally())
+    }
+
+    @Test("reset removes temp files killed writers of older versions left")
+    func leftovers() throws {
+        let scratch = try ScratchDirectory()
+        try makeDirectory(scratch("state"))
+        try makeFile(scratch("state/.alice.tmp-0123456789abcdef"), [UInt8]("puff-tally 2\nfa".utf8))
+        try makeFile(scratch("state/.bob.tmp-0123456789abcdef"), [UInt8]("x".utf8))
+        try store(scratch).reset(alice)
+        #expect(try directoryNames(scratch("state")) == [".alice.lock", ".bob.tmp-0123456789abcdef", "alice"])
     }
 
     @Test("an empty or all-zero file is an empty tally")
@@ -176,7 +203,7 @@ struct LockoutStoreTests {
         try set(Tally(failures: 9, lastFailure: 5, lockedUntil: Tally.untilReset), in: counters, for: alice)
         try counters.reset(alice)
         #expect(try counters.read(alice) == Tally())
-        #expect(try fileStatus(scratch("state/alice")).st_size == 512)
+        #expect(try counters.read(alice).failures == 0)
     }
 
     @Test("a held lock makes update give up with lockTimeout after lock_wait")
@@ -184,12 +211,29 @@ struct LockoutStoreTests {
         let scratch = try ScratchDirectory()
         let counters = store(scratch, wait: 1)
         try counters.reset(alice)
-        let fd = open(scratch("state/alice"), O_RDWR | O_CLOEXEC)
+        // The lock is on the lock file, which is never renamed.
+        let fd = open(scratch("state/.alice.lock"), O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { throw SetupError(what: "open") }
         defer { close(fd) }
         guard flock(fd, LOCK_EX) == 0 else { throw SetupError(what: "flock") }
-        #expect(errorKind { () throws(StoreError) in try counters.reset(alice) } == .lockTimeout)
+        #expect(errorKind { () throws(StoreError) in try set(Tally(failures: 2), in: counters, for: alice) } == .lockTimeout)
+        // Readers need no lock: a rename shows them the old or the new file, whole.
+        #expect(try counters.read(alice) == Tally())
         _ = flock(fd, LOCK_UN)
-        #expect(errorKind { () throws(StoreError) in try counters.reset(alice) } == nil)
+        #expect(errorKind { () throws(StoreError) in try set(Tally(failures: 2), in: counters, for: alice) } == nil)
+    }
+
+    @Test("a reset waits at most lock_wait for a stuck lock holder, then resets without the lock")
+    func resetPastAStuckHolder() throws {
+        let scratch = try ScratchDirectory()
+        let counters = store(scratch, wait: 1)
+        try set(Tally(failures: 7, lastFailure: 5, lockedUntil: Tally.untilReset), in: counters, for: alice)
+        let fd = open(scratch("state/.alice.lock"), O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw SetupError(what: "open") }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX) == 0 else { throw SetupError(what: "flock") }
+        try counters.reset(alice)
+        #expect(try counters.read(alice).failures == 0)
+        #expect(try counters.read(alice).lockedUntil == 0)
     }
 }

@@ -167,7 +167,7 @@ final class Problems: Sendable {
 
 /// A coarse classification of `StoreError`, ignoring paths and messages.
 enum ErrorKind: Equatable {
-    case system(Int32), unsafe, tooLarge, format(RecordFormatError), lockTimeout, wrongOwner, crypto, configuration, tampered
+    case system(Int32), unsafe, tooLarge, format(RecordFormatError), lockTimeout, wrongOwner, crypto, configuration, tampered, directory
 }
 
 extension StoreError {
@@ -182,6 +182,7 @@ extension StoreError {
         case .crypto: .crypto
         case .configuration: .configuration
         case .tampered: .tampered
+        case .directory: .directory
         }
     }
 }

@@ -1,0 +1,4 @@
+#ifndef PUFF_CAUDIT_SHIM_H
+#define PUFF_CAUDIT_SHIM_H
+#include <libaudit.h>
+#endif

@@ -1,0 +1,26 @@
+// puff-check's first code, run from .preinit_array: before every constructor of the
+// executable, so before the statically linked Swift runtime reads SWIFT_* variables
+// (SWIFT_DEBUG_LIB_PRESPECIALIZED_PATH made root dlopen a caller-chosen path and print the
+// loader's error: a file-existence oracle for root-only directories). The helper needs no
+// environment at all, so it keeps none; main() clears it again and trusts nothing else of
+// its caller either (Hardening.swift).
+#include <stddef.h>
+#include "CHelperStart.h"
+
+static int dropped = -1;
+
+static void puff_helper_drop_environment(int argc, char **argv, char **envp) {
+    (void)argc;
+    (void)argv;
+    int count = 0;
+    for (char **entry = envp; entry != NULL && *entry != NULL; entry++) count++;
+    // Emptied in place: glibc's __libc_start_main, which runs after .preinit_array, points
+    // environ at this same array again (&argv[argc + 1]), so a new pointer would not last.
+    if (envp != NULL) envp[0] = NULL;
+    dropped = count;
+}
+
+__attribute__((section(".preinit_array"), used))
+static void (*const puff_helper_preinit)(int, char **, char **) = puff_helper_drop_environment;
+
+int puff_helper_dropped_environment(void) { return dropped; }

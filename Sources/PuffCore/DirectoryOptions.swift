@@ -1,0 +1,124 @@
+/// Fleet mode: where the records and the one fleet-wide counter live when `backend = ldap`.
+///
+/// The keys share the one grammar of `puff.conf` and the module arguments (`OptionParser`);
+/// `OptionParser.apply` hands every key it does not know to `apply(_:_:)` here.
+public struct DirectorySettings: Equatable, Sendable {
+    /// Where records and counters live.
+    public enum Backend: String, Equatable, Sendable {
+        /// `/etc/puff` and `/var/lib/puff` on this host (the default).
+        case files
+        /// An LDAP directory shared by the fleet; the local counter is kept too.
+        case ldap
+    }
+
+    /// How the host authenticates to the directory.
+    public enum Bind: Equatable, Sendable {
+        /// SASL EXTERNAL: the peer credentials of an `ldapi://` socket (root), or a TLS client
+        /// certificate.
+        case external
+        /// A simple bind as `dn` with the password in a root-only file.
+        case simple(dn: String, passwordFile: String)
+    }
+
+    /// `backend`.
+    public var backend = Backend.files
+    /// `ldap_uri`: servers tried in order, comma-separated; `ldapi://`, `ldaps://`, or
+    /// `ldap://` (always upgraded with StartTLS, which must succeed).
+    public var uris: [String] = []
+    /// `ldap_base`: where users are searched (subtree) by `uid`.
+    public var base = ""
+    /// `ldap_bind_dn`.
+    public var bindDN: String?
+    /// `ldap_bind_pw_file`: root 0600, the password alone (a final newline is ignored).
+    public var bindPasswordFile: String?
+    /// `ldap_ca_file`: the CA certificates that sign the servers' (default: the system store).
+    public var caFile: String?
+    /// `ldap_network_timeout`: seconds allowed to connect (and for the TLS handshake).
+    public var networkTimeout: Int64 = 3
+    /// `ldap_timeout`: seconds allowed for each operation (bind, search, modify).
+    public var operationTimeout: Int64 = 5
+    /// `fleet_key`: the 32-byte key, installed on every host of the fleet like a keytab, that
+    /// peppers passcode hashes and seals gesture templates in the directory's records.
+    public var fleetKeyPath = "/etc/puff/fleet.key"
+    /// `fleet_host`: the name written beside each failure this host counts (default: the
+    /// kernel's host name).
+    public var hostName: String?
+
+    /// The defaults (`backend = files`).
+    public init() {}
+
+    /// Whether fleet mode is on.
+    public var isEnabled: Bool { backend == .ldap }
+
+    /// Whether every URI needs StartTLS (`ldap://`).
+    public var startTLS: Bool { uris.first?.hasPrefix("ldap://") ?? false }
+
+    /// The bind the settings describe.
+    public var bind: Bind {
+        if let bindDN, let bindPasswordFile { return .simple(dn: bindDN, passwordFile: bindPasswordFile) }
+        return .external
+    }
+
+    /// Applies one fleet key; `false` when `key` is not one of them. A bad value throws.
+    public mutating func apply(_ key: String, _ value: Substring?) throws(OptionError) -> Bool {
+        func text(_ limit: Int = 1024) throws(OptionError) -> String {
+            guard let value, !value.isEmpty, value.utf8.count <= limit,
+                  value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+                throw OptionError(key: key, reason: "needs a value of printable ASCII without spaces (at most \(limit) bytes)")
+            }
+            return String(value)
+        }
+        func path() throws(OptionError) -> String {
+            let raw = try text(4095)
+            guard raw.first == "/", !raw.split(separator: "/").contains("..") else {
+                throw OptionError(key: key, reason: "must be an absolute path without '..'")
+            }
+            return raw
+        }
+        func seconds() throws(OptionError) -> Int64 {
+            guard let parsed = OptionParser.duration(try text(16)), (1...120).contains(parsed) else {
+                throw OptionError(key: key, reason: "must be a duration of 1 to 120 seconds")
+            }
+            return parsed
+        }
+        switch key {
+        case "backend":
+            guard let chosen = Backend(rawValue: try text(16)) else {
+                throw OptionError(key: key, reason: "must be 'files' or 'ldap'")
+            }
+            backend = chosen
+        case "ldap_uri":
+            let list = try text().split(separator: ",").map(String.init)
+            guard (1...8).contains(list.count) else { throw OptionError(key: key, reason: "must list 1 to 8 URIs") }
+            let schemes = Set(list.map { uri in uri.prefix { $0 != ":" } })
+            guard schemes.isSubset(of: ["ldapi", "ldaps", "ldap"]), list.allSatisfy({ $0.contains("://") }) else {
+                throw OptionError(key: key, reason: "only ldapi://, ldaps:// and ldap:// (with StartTLS) URIs are accepted")
+            }
+            guard !schemes.contains("ldap") || schemes.count == 1 else {
+                throw OptionError(key: key, reason: "ldap:// (StartTLS) cannot be mixed with ldapi:// or ldaps:// URIs")
+            }
+            uris = list
+        case "ldap_base": base = try text()
+        case "ldap_bind_dn": bindDN = try text()
+        case "ldap_bind_pw_file": bindPasswordFile = try path()
+        case "ldap_ca_file": caFile = try path()
+        case "ldap_network_timeout": networkTimeout = try seconds()
+        case "ldap_timeout": operationTimeout = try seconds()
+        case "fleet_key": fleetKeyPath = try path()
+        case "fleet_host": hostName = try text(255)
+        default: return false
+        }
+        return true
+    }
+
+    /// Checks what single keys cannot: with `backend = ldap`, a URI and a base are set, and a
+    /// bind DN comes with its password file.
+    public func validate() throws(OptionError) {
+        guard isEnabled else { return }
+        guard !uris.isEmpty else { throw OptionError(key: "ldap_uri", reason: "is required with backend = ldap") }
+        guard !base.isEmpty else { throw OptionError(key: "ldap_base", reason: "is required with backend = ldap") }
+        guard (bindDN == nil) == (bindPasswordFile == nil) else {
+            throw OptionError(key: "ldap_bind_dn", reason: "ldap_bind_dn and ldap_bind_pw_file go together")
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Glibc
+import PuffCore
+
+/// The latest failures of each user, for `puff-enroll status --user` (like `faillock --user`):
+/// when, through which service, from which terminal and remote host. It is informational: the
+/// lockout reads only the counters, and a history that cannot be written never changes an
+/// outcome.
+///
+/// One file per user under `state_dir/.history/` (a name no user can have), root 0600, at most
+/// `capacity` lines of space-separated escaped fields; writers take the directory's `flock`.
+public struct FailureHistory: Sendable {
+    /// One failure.
+    public struct Entry: Equatable, Sendable {
+        /// Wall-clock seconds.
+        public var time: Int64
+        /// The PAM service, terminal, remote host and remote user ("" when PAM had none).
+        public var service: String, tty: String, rhost: String, ruser: String
+
+        /// An entry; the texts are escaped when written.
+        public init(time: Int64, service: String, tty: String, rhost: String, ruser: String) {
+            (self.time, self.service, self.tty, self.rhost, self.ruser) = (time, service, tty, rhost, ruser)
+        }
+    }
+
+    /// The state directory.
+    public let stateDirectory: String
+    /// How long a writer waits for another.
+    public let lockWaitSeconds: Int64
+    /// Lines kept per user.
+    public static let capacity = 10
+    static let directoryName = ".history"
+    static let maximumSize = 8192
+
+    /// A history under `stateDirectory`.
+    public init(stateDirectory: String, lockWaitSeconds: Int64) {
+        self.stateDirectory = stateDirectory
+        self.lockWaitSeconds = lockWaitSeconds
+    }
+
+    /// Appends `entry` to `name`'s history, dropping the oldest beyond `capacity`.
+    public func record(_ entry: Entry, for name: UserName) throws(StoreError) {
+        let history = try TrustedDirectory(stateDirectory).subdirectory(Self.directoryName, create: true, mode: 0o700)
+        try withLock(history) { () throws(StoreError) in
+            var lines = Self.lines(try history.readFile(name.value, .rootPrivate(maximumSize: Self.maximumSize)) ?? [])
+            lines.append(Self.line(entry))
+            let kept = lines.suffix(Self.capacity).joined(separator: "\n") + "\n"
+            try history.replaceFile(name.value, with: Array(kept.utf8), mode: 0o600)
+        }
+    }
+
+    /// `name`'s latest failures, oldest first (empty when there is no history).
+    public func entries(for name: UserName) throws(StoreError) -> [Entry] {
+        let history: TrustedDirectory
+        do {
+            history = try TrustedDirectory(stateDirectory + "/" + Self.directoryName)
+        } catch {
+            if TrustedDirectory.isMissing(error) { return [] }
+            throw error
+        }
+        let bytes = try history.readFile(name.value, .rootPrivate(maximumSize: Self.maximumSize)) ?? []
+        return Self.lines(bytes).compactMap(Self.entry)
+    }
+
+    /// Removes `name`'s history; `false` when there was none.
+    public func remove(_ name: UserName) throws(StoreError) -> Bool {
+        let history: TrustedDirectory
+        do {
+            history = try TrustedDirectory(stateDirectory + "/" + Self.directoryName)
+        } catch {
+            if TrustedDirectory.isMissing(error) { return false }
+            throw error
+        }
+        return try history.removeFile(name.value)
+    }
+
+    private func withLock(_ directory: borrowing TrustedDirectory, _ body: () throws(StoreError) -> Void) throws(StoreError) {
+        let locked: Bool
+        do {
+            locked = try directory.descriptor.lock(exclusive: true, waitingAtMost: lockWaitSeconds)
+        } catch {
+            throw .system("flock", path: directory.path, error)
+        }
+        guard locked else { throw .lockTimeout(path: directory.path) }
+        try body()
+    }
+
+    static func lines(_ bytes: [UInt8]) -> [String] {
+        String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    static func line(_ entry: Entry) -> String {
+        func field(_ text: String) -> String { text.isEmpty ? "-" : LogText.escapeField(text.utf8, limit: 128) }
+        return "\(entry.time) \(field(entry.service)) \(field(entry.tty)) \(field(entry.rhost)) \(field(entry.ruser))"
+    }
+
+    static func entry(_ line: String) -> Entry? {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+        guard fields.count == 5, let time = Int64(fields[0]), time >= 0 else { return nil }
+        func text(_ field: String) -> String { field == "-" ? "" : field }
+        return Entry(time: time, service: text(fields[1]), tty: text(fields[2]), rhost: text(fields[3]), ruser: text(fields[4]))
+    }
+}

@@ -1,0 +1,273 @@
+import Foundation
+import Testing
+
+/// Fleet mode (`backend = ldap`) against a real slapd started by the test: two (or three)
+/// hosts simulated as separate Puff stores, states and PAM services with their own
+/// configuration, one directory, one fleet key; logins through real libpam and the module.
+@Suite(.serialized)
+struct FleetTests {
+    /// Directory, fleet key, two hosts (host1 over the ldapi socket with SASL EXTERNAL, host2
+    /// over ldaps with its bind DN, password file and the test CA) and an enrolled user.
+    struct Fleet {
+        let directory: FleetDirectory
+        let host1: Fixture
+        let host2: Fixture
+        let user: String
+
+        init(user name: String, extra: String = "") throws {
+            directory = try FleetDirectory()
+            let key = newFleetKey()
+            host1 = try fleetHost(directory, name: "host1", key: key, extra: extra)
+            host2 = try fleetHost(directory, name: "host2", key: key,
+                                  bind: .password(host: "host2", uri: directory.ldapsURI, caFile: directory.caFile),
+                                  extra: extra)
+            user = try TestUsers.ensure(name)
+            try directory.addUser(user)
+            let enrolled = try host1.enroll(user, "135790")
+            #expect(enrolled.status == 0, "enroll: \(enrolled.errors)")
+        }
+    }
+
+    /// PAM codes collected from several threads.
+    final class Codes: @unchecked Sendable {
+        private let lock = NSLock()
+        private var list: [Int32] = []
+        func append(_ code: Int32) { lock.lock(); list.append(code); lock.unlock() }
+        var all: [Int32] { lock.lock(); defer { lock.unlock() }; return list }
+    }
+
+    /// One login through the harness against the PAM service directory `confdir`.
+    static func login(_ confdir: String, _ user: String, _ reply: String) -> Int32 {
+        (try? run(Artefacts.harness, ["--confdir", confdir, "--service", "puff-test", "--user", user, "--reply", reply]).status) ?? -2
+    }
+
+    /// `replies.count` attempts at once, spread over `hosts` in turn; their PAM codes.
+    static func parallel(_ hosts: [Fixture], user: String, _ replies: [String]) -> [Int32] {
+        let services = hosts.map(\.pamDirectory)
+        let codes = Codes()
+        DispatchQueue.concurrentPerform(iterations: replies.count) { index in
+            codes.append(login(services[index % services.count], user, replies[index]))
+        }
+        return codes.all
+    }
+
+    @Test func enrolledOnceTheUserLogsInOnEveryHost() throws {
+        let fleet = try Fleet(user: "puff-it-fleet-a")
+        let (directory, host1, host2, user) = (fleet.directory, fleet.host1, fleet.host2, fleet.user)
+        // The record is in the directory, not in the enrolling host's store.
+        #expect(try directory.values(user, "objectClass").contains("puffUser"))
+        #expect(try directory.failures(user) == 0)
+        #expect(!FileManager.default.fileExists(atPath: host1.etc + "/users/" + user))
+
+        #expect(try host1.authenticate(user, replies: ["135790"]).status == PAMCode.success)
+        #expect(try host2.authenticate(user, replies: ["135790"]).status == PAMCode.success)
+        let host3 = try fleetHost(directory, name: "host3", key: try Data(contentsOf: URL(fileURLWithPath: host1.etc + "/fleet.key")),
+                                  bind: .password(host: "host1", uri: directory.startTLSURI, caFile: directory.caFile))
+        #expect(try host3.authenticate(user, replies: ["135790"]).status == PAMCode.success, "StartTLS")
+
+        // A failure on host2 is counted in the directory and named there; host1 sees it.
+        #expect(try host2.authenticate(user, replies: ["000000"]).status == PAMCode.authError)
+        #expect(try directory.failures(user) == 1)
+        #expect(try directory.values(user, "puffLastFailureHost") == ["host2"])
+        let status = try host1.status(user)
+        #expect(status["failures"] as? Int == 1)
+        #expect(status["last_failure_host"] as? String == "host2")
+        // A host with another fleet key cannot use the records: fails closed, never success.
+        let stranger = try fleetHost(directory, name: "stranger", key: newFleetKey())
+        #expect(try stranger.authenticate(user, replies: ["135790"]).status == PAMCode.authError)
+        #expect(try host1.authenticate(user, replies: ["135790"]).status == PAMCode.success)
+        #expect(try directory.failures(user) == 0)
+    }
+
+    @Test func parallelFailuresOnTwoHostsAreAllCountedAndLockBoth() throws {
+        let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
+        let fleet = try Fleet(user: "puff-it-fleet-b", extra: "deny = 10\n")
+        let (directory, host1, host2, user) = (fleet.directory, fleet.host1, fleet.host2, fleet.user)
+        _ = capture.drain()
+
+        let codes = Self.parallel([host1, host2], user: user, (0..<10).map { String(format: "%06d", 400_000 + $0) })
+        #expect(codes == [Int32](repeating: PAMCode.authError, count: 10))
+        #expect(try directory.failures(user) == 10)
+        // Each attempt saw the count its own increment produced: 1...10, once each.
+        let lines = capture.drain().filter { $0.contains("pam_puff") && $0.contains("fleet failure") }
+        var counts: [Int] = []
+        var hosts = Set<String>()
+        for line in lines {
+            guard let range = line.range(of: "fleet failure ") else { continue }
+            let words = line[range.upperBound...].split(separator: " ")
+            if let count = Int(words[0]) { counts.append(count) }
+            if words.count > 3 { hosts.insert(String(words[3]).trimmingCharacters(in: CharacterSet(charactersIn: ";\n"))) }
+        }
+        #expect(counts.sorted() == Array(1...10), "\(lines)")
+        #expect(hosts == ["host1", "host2"])
+
+        // Both hosts locked: the right passcode is refused and not counted.
+        #expect(try host1.authenticate(user, replies: ["135790"]).status == PAMCode.authError)
+        #expect(try host2.authenticate(user, replies: ["135790"]).status == PAMCode.authError)
+        #expect(try directory.failures(user) == 10)
+        #expect(try host2.status(user)["locked"] as? Bool == true)
+
+        // The reset on host2 unlocks host1 too.
+        let reset = try run(Artefacts.enroll, ["reset", "--user", user] + host2.storeArguments)
+        #expect(reset.status == 0, "\(reset.errors)")
+        #expect(try directory.failures(user) == 0)
+        #expect(try host1.authenticate(user, replies: ["135790"]).status == PAMCode.success)
+        #expect(try host2.authenticate(user, replies: ["135790"]).status == PAMCode.success)
+    }
+
+    @Test func theDefaultPolicyVerifiesAtMostFiveGuessesAcrossTheFleet() throws {
+        let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
+        let fleet = try Fleet(user: "puff-it-fleet-c")
+        let (directory, host1, host2, user) = (fleet.directory, fleet.host1, fleet.host2, fleet.user)
+        _ = capture.drain()
+        let codes = Self.parallel([host1, host2], user: user, (0..<12).map { String(format: "%06d", 500_000 + $0) })
+        #expect(codes.allSatisfy { $0 == PAMCode.authError })
+        // Only this user's lines: other suites log through the same /dev/log meanwhile.
+        let lines = capture.drain().filter { $0.contains("pam_puff") && $0.contains("user \(user)") }
+        // A guess was verified when the module logged a failure ("authentication failure (N in
+        // a row)"); counted-but-unverified and refused attempts are logged as refused.
+        let verified = lines.filter { $0.contains("authentication failure (") }.count
+        #expect(verified == 5, "\(lines)")
+        let counted = try #require(try directory.failures(user))
+        #expect((5...12).contains(counted))
+        #expect(try host1.authenticate(user, replies: ["135790"]).status == PAMCode.authError)
+    }
+
+    @Test func aStoppedDirectoryFailsClosedAndLosesNothing() throws {
+        let fleet = try Fleet(user: "puff-it-fleet-d", extra: "deny = 100\nmax_failures = 0\n")
+        let (directory, host1, host2, user) = (fleet.directory, fleet.host1, fleet.host2, fleet.user)
+        #expect(try host2.authenticate(user, replies: ["000001"]).status == PAMCode.authError)
+
+        // Stopped while attempts run on both hosts: every result is a failure or
+        // PAM_AUTHINFO_UNAVAIL, never a success, and every reported failure was counted.
+        let collected = Codes()
+        let services = [host1.pamDirectory, host2.pamDirectory]
+        let attempts = Thread {
+            for index in 0..<24 {
+                collected.append(Self.login(services[index % 2], user, String(format: "%06d", 600_000 + index)))
+            }
+        }
+        attempts.start()
+        usleep(400_000)
+        directory.stop()
+        while collected.all.count < 24 { usleep(50_000) }
+        let codes = collected.all
+        #expect(codes.allSatisfy { $0 == PAMCode.authError || $0 == PAMCode.authInfoUnavailable }, "\(codes)")
+        #expect(codes.contains(PAMCode.authInfoUnavailable))
+        // Directory down: the right passcode is not verified either, on any host.
+        #expect(try host1.authenticate(user, replies: ["135790"]).status == PAMCode.authInfoUnavailable)
+        #expect(try host2.authenticate(user, replies: ["135790"]).status == PAMCode.authInfoUnavailable)
+        let status = try run(Artefacts.enroll, ["status", "--user", user] + host1.storeArguments)
+        #expect(status.status != 0)
+
+        try directory.start()
+        let counted = try #require(try directory.failures(user))
+        let failed = codes.filter { $0 == PAMCode.authError }.count
+        // One attempt may have been counted as the server stopped without its answer arriving.
+        #expect(counted >= failed + 1 && counted <= failed + 2, "counted \(counted), failures reported \(failed) + 1")
+        #expect(try host1.authenticate(user, replies: ["135790"]).status == PAMCode.success)
+    }
+
+    @Test func aSilentServerOrABadCertificateFailsClosedInBoundedTime() throws {
+        let directory = try FleetDirectory()
+        let key = newFleetKey()
+        let user = try TestUsers.ensure("puff-it-fleet-e")
+        try directory.addUser(user)
+        let good = try fleetHost(directory, name: "host1", key: key)
+        #expect(try good.enroll(user, "135790").status == 0)
+
+        let silent = try SilentServer()
+        for uri in ["ldaps://127.0.0.1:\(silent.port)", "ldap://127.0.0.1:\(silent.port)"] {
+            let hung = try fleetHost(directory, name: "hung", key: key,
+                                     bind: .password(host: "host1", uri: uri, caFile: directory.caFile),
+                                     extra: "ldap_timeout = 2\nldap_network_timeout = 1\n")
+            let started = Date()
+            #expect(try hung.authenticate(user, replies: ["135790"]).status == PAMCode.authInfoUnavailable, "\(uri)")
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(elapsed < 8, "\(uri) took \(elapsed) s")
+        }
+
+        // Another CA, and a name the certificate does not carry (its only name is IP 127.0.0.1).
+        let otherCA = directory.root + "/other-ca.pem"
+        let made = try run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                                "-days", "1", "-subj", "/CN=Other CA", "-keyout", directory.root + "/other-ca.key",
+                                                "-out", otherCA])
+        #expect(made.status == 0)
+        let wrongCA = try fleetHost(directory, name: "wrong-ca", key: key,
+                                    bind: .password(host: "host1", uri: directory.ldapsURI, caFile: otherCA))
+        #expect(try wrongCA.authenticate(user, replies: ["135790"]).status == PAMCode.authInfoUnavailable)
+        let wrongName = try fleetHost(directory, name: "wrong-name", key: key,
+                                      bind: .password(host: "host1", uri: "ldaps://localhost:\(directory.port)", caFile: directory.caFile))
+        #expect(try wrongName.authenticate(user, replies: ["135790"]).status == PAMCode.authInfoUnavailable)
+        let wrongPassword = try fleetHost(directory, name: "host2", key: key,
+                                          bind: .password(host: "host2", uri: directory.ldapsURI, caFile: directory.caFile))
+        try wrongPassword.write(wrongPassword.etc + "/ldap.secret", "not-the-password\n", mode: 0o600)
+        #expect(try wrongPassword.authenticate(user, replies: ["135790"]).status == PAMCode.authInfoUnavailable)
+        #expect(try directory.failures(user) == 0)
+        #expect(try good.authenticate(user, replies: ["135790"]).status == PAMCode.success)
+    }
+
+    /// A syncrepl consumer gets the records, but it cannot count: with the provider down the
+    /// increment is refused (a referral to the provider), so the login fails closed.
+    @Test func aReadOnlyConsumerCannotCountSoLoginsFailClosed() throws {
+        let provider = try FleetDirectory()
+        let consumer = try FleetDirectory(consumerOf: provider)
+        let key = newFleetKey()
+        let user = try TestUsers.ensure("puff-it-fleet-f")
+        try provider.addUser(user)
+        let host1 = try fleetHost(provider, name: "host1", key: key)
+        #expect(try host1.enroll(user, "135790").status == 0)
+        var replicated = false
+        for _ in 0..<100 where !replicated {
+            replicated = try consumer.values(user, "puffFailures") == ["0"]
+            if !replicated { usleep(100_000) }
+        }
+        #expect(replicated, "the consumer did not receive the record within 10 s")
+
+        let host2 = try fleetHost(provider, name: "host2", key: key,
+                                  bind: .password(host: "host2", uri: provider.ldapsURI + "," + consumer.ldapsURI,
+                                                  caFile: provider.caFile))
+        #expect(try host2.authenticate(user, replies: ["135790"]).status == PAMCode.success)
+        provider.stop()
+        #expect(try host2.authenticate(user, replies: ["135790"]).status == PAMCode.authInfoUnavailable)
+        #expect(try consumer.failures(user) == 0)
+    }
+
+    /// Two providers replicating to each other (multi-provider syncrepl): with the first one
+    /// down, the second serves logins and counts; the first catches up when it returns.
+    @Test func aSecondProviderServesLoginsWhenTheFirstIsDown() throws {
+        let portA = try FleetDirectory.freePortPair()
+        var portB = try FleetDirectory.freePortPair()
+        while abs(portB - portA) < 2 { portB = try FleetDirectory.freePortPair() }
+        let first = try FleetDirectory(port: portA, peerPort: portB, id: 1, caFrom: nil)
+        let second = try FleetDirectory(port: portB, peerPort: portA, id: 2, caFrom: first)
+        let key = newFleetKey()
+        let user = try TestUsers.ensure("puff-it-fleet-g")
+        try first.addUser(user)
+        let host1 = try fleetHost(first, name: "host1", key: key)
+        #expect(try host1.enroll(user, "135790").status == 0)
+        func waitFor(_ server: FleetDirectory, failures: Int) throws -> Bool {
+            for _ in 0..<100 {
+                if try server.failures(user) == failures { return true }
+                usleep(100_000)
+            }
+            return false
+        }
+        #expect(try waitFor(second, failures: 0), "the second provider did not receive the record within 10 s")
+
+        let host2 = try fleetHost(first, name: "host2", key: key,
+                                  bind: .password(host: "host2", uri: first.ldapsURI + "," + second.ldapsURI,
+                                                  caFile: first.caFile))
+        first.stop()
+        #expect(try host2.authenticate(user, replies: ["000000"]).status == PAMCode.authError)
+        #expect(try second.failures(user) == 1)
+        #expect(try second.values(user, "puffLastFailureHost") == ["host2"])
+        #expect(try host2.authenticate(user, replies: ["135790"]).status == PAMCode.success)
+        #expect(try host2.authenticate(user, replies: ["000001"]).status == PAMCode.authError)
+        #expect(try second.failures(user) == 1)
+
+        try first.start()
+        #expect(try waitFor(first, failures: 1), "the first provider did not catch up within 10 s")
+        #expect(try first.values(user, "puffLastFailureHost") == ["host2"])
+    }
+}

@@ -1,0 +1,579 @@
+import Foundation
+import Testing
+
+// glibc's pseudo-terminal calls, which the Glibc module does not import (they need _XOPEN_SOURCE).
+@_silgen_name("posix_openpt") private func posix_openpt(_ flags: Int32) -> Int32
+@_silgen_name("grantpt") private func grantpt(_ fd: Int32) -> Int32
+@_silgen_name("unlockpt") private func unlockpt(_ fd: Int32) -> Int32
+@_silgen_name("ptsname_r") private func ptsname_r(_ fd: Int32, _ buffer: UnsafeMutablePointer<CChar>, _ size: Int) -> Int32
+
+/// Issue 11: what an attacker with an ordinary account tried, through the real paths — the
+/// setuid helper run by that account in a private mount namespace, `su` run by that account
+/// with a Puff service bind-mounted over /etc/pam.d/su, real rlimits (`prlimit`), real
+/// signals — and what must hold.
+@Suite(.serialized)
+struct HardeningTests {
+    static let right = "604917"
+    static let wrong = "111333"
+
+    /// A counter file at version 2 (what the previous release wrote) holding `failures`.
+    static func counter(failures: Int, lastFailure: Int = 1_700_000_000) -> String {
+        """
+        puff-tally 2
+        failures \(failures)
+        last-failure \(lastFailure)
+        locked-until 0
+        gesture-failures 0
+        passcode-at 0
+        passcode-boot -
+        admin-lock 0
+
+        """
+    }
+
+    /// The failure count in the counter file, read raw (nil when it does not parse as one).
+    static func rawFailures(_ fixture: Fixture, _ user: String) -> Int? {
+        RealClientTests.rawFailures(fixture, user)
+    }
+
+    // MARK: 1. RLIMIT_FSIZE
+
+    /// The caller's file-size limit used to cut the helper's counter write short: the write
+    /// taking 9 failures to 10 stored "failures 1". The helper now runs with its own limits.
+    @Test func aFileSizeLimitNeitherLowersNorCorruptsTheCountThroughTheHelper() throws {
+        let alice = try TestUsers.ensure("puff-it-alice")
+        let stage = try UnprivilegedTests.Stage(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 50\nmax_failures = 0\n")
+        #expect(try stage.fixture.enroll(alice, Self.right).status == 0)
+        try stage.fixture.write(stage.fixture.state + "/" + alice, Self.counter(failures: 9), mode: 0o600)
+        // A soft limit: the helper raises it and counts exactly.
+        for limit in ["23:unlimited", "1:unlimited"] {
+            let before = try #require(Self.rawFailures(stage.fixture, alice))
+            let attempt = try stage.runAs(alice, ["/usr/bin/prlimit", "--fsize=\(limit)", stage.helper, "verify"],
+                                          input: Self.wrong)
+            #expect(attempt.status == 1, "\(attempt.output) \(attempt.errors)")
+            #expect(attempt.output.contains("outcome failure"), "\(attempt.output)")
+            #expect(Self.rawFailures(stage.fixture, alice) == before + 1, "fsize \(limit)")
+        }
+        // A hard limit: raised where the helper has CAP_SYS_RESOURCE (counted exactly), else
+        // the helper refuses to run before reading anything (exit 3, nothing counted or
+        // verified). Never a lower count, never an unparsable counter.
+        for limit in ["23", "1"] {
+            let before = try #require(Self.rawFailures(stage.fixture, alice))
+            let attempt = try stage.runAs(alice, ["/usr/bin/prlimit", "--fsize=\(limit)", stage.helper, "verify"],
+                                          input: Self.wrong)
+            #expect(attempt.status == 1 || attempt.status == 3, "\(attempt.output) \(attempt.errors)")
+            let expected = attempt.status == 1 ? before + 1 : before
+            #expect(Self.rawFailures(stage.fixture, alice) == expected, "fsize \(limit)")
+        }
+        // The right passcode under the same limit verifies and clears.
+        let right = try stage.runAs(alice, ["/usr/bin/prlimit", "--fsize=23:unlimited", stage.helper, "verify"], input: Self.right)
+        #expect(right.status == 0, "\(right.output) \(right.errors)")
+        #expect(Self.rawFailures(stage.fixture, alice) == 0)
+    }
+
+    /// `su` runs the module with the caller's limits (it cannot raise them for its host): a
+    /// write cut short must leave the old counter whole and verify nothing.
+    @Test func aFileSizeLimitAroundSuNeverLowersTheCount() throws {
+        let caller = try RealClientTests.ShellUser("caller")
+        let target = try RealClientTests.ShellUser("target")
+        let fixture = try Fixture(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 50\nmax_failures = 0\n")
+        #expect(try fixture.enroll(target.name, Self.right).status == 0)
+        let pamFile = try Self.suService(fixture)
+        try fixture.write(fixture.state + "/" + target.name, Self.counter(failures: 9), mode: 0o600)
+        for limit in ["23", "100"] {
+            let result = try Self.su(as: caller, to: target, Self.wrong, pamFile: pamFile, prefix: ["/usr/bin/prlimit", "--fsize=\(limit)", "--"])
+            #expect(!result.output.contains("puff-su-ok"), "\(result.output)")
+            let after = try #require(Self.rawFailures(fixture, target.name), "the counter no longer parses")
+            #expect(after >= 9, "fsize \(limit): the count went down to \(after)")
+        }
+        // The right passcode with the limit does not get in either (nothing was counted, so
+        // nothing may be verified); without it, it does.
+        let limited = try Self.su(as: caller, to: target, Self.right, pamFile: pamFile, prefix: ["/usr/bin/prlimit", "--fsize=23", "--"])
+        #expect(!limited.output.contains("puff-su-ok"), "\(limited.output)")
+        let unlimited = try Self.su(as: caller, to: target, Self.right, pamFile: pamFile)
+        #expect(unlimited.output.contains("puff-su-ok \(target.name)"), "\(unlimited.output)")
+        #expect(Self.rawFailures(fixture, target.name) == 0)
+        // A killed writer leaves no temp file beside the counter.
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: fixture.state).filter { $0.contains(".tmp-") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
+    /// A counter that does not parse locks the account (never reads as zero) and an
+    /// administrator's reset always repairs it.
+    @Test func anUnparsableCounterLocksUntilResetAndResetRepairsIt() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture()
+        #expect(try fixture.enroll(user, Self.right).status == 0)
+        try fixture.write(fixture.state + "/" + user, "puff-tally 2\nfailures 1", mode: 0o600)
+        let locked = try fixture.authenticate(user, replies: [Self.right])
+        #expect(locked.status == PAMCode.authError, "\(locked.output)")
+        #expect(locked.lines.contains("ERROR Puff: too many failed attempts; locked until an administrator resets it."),
+                "\(locked.output)")
+        let status = try fixture.status(user)
+        #expect(status["counter_damaged"] as? Bool == true && status["locked_until"] as? String == "reset", "\(status)")
+        let reset = try run(Artefacts.enroll, ["reset", "--user", user] + fixture.storeArguments)
+        #expect(reset.status == 0, "\(reset.errors)")
+        #expect(reset.output.contains("a damaged counter rewritten"), "\(reset.output)")
+        let after = try fixture.authenticate(user, replies: [Self.right])
+        #expect(after.status == PAMCode.success, "\(after.output)")
+    }
+
+    // MARK: 2. Root
+
+    /// Root is locked like anyone (no `even_deny_root` needed) and a PIN for root is refused.
+    @Test func rootIsLockedByDefaultAndItsPINIsRefused() throws {
+        let fixture = try Fixture(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\n")
+        let weak = try fixture.enroll("root", Self.right)
+        #expect(weak.status != 0, "a 6-digit passcode for root was accepted")
+        #expect(weak.errors.contains("too weak for root"), "\(weak.errors)")
+        #expect(try fixture.enroll("root", "4821", type: "digits4").status != 0)
+        #expect(try fixture.enroll("root", "correct-horse-7", type: "alphanumeric").status == 0)
+        for _ in 1...3 { try fixture.authenticate("root", replies: ["wrong-horse-7"]) }
+        let locked = try fixture.authenticate("root", replies: ["correct-horse-7"])
+        #expect(locked.status == PAMCode.authError, "\(locked.output)")
+        #expect(locked.lines.contains { $0.contains("too many failed attempts") }, "\(locked.output)")
+        // The documented opt-out.
+        try fixture.service("root_exempt")
+        #expect(try fixture.authenticate("root", replies: ["correct-horse-7"]).status == PAMCode.success)
+        // --allow-weak is the administrator's explicit choice.
+        let allowed = try run(Artefacts.enroll, ["passcode", "--user", "root", "--type", "digits6", "--stdin", "--allow-weak"]
+                              + fixture.storeArguments, input: "correct-horse-7\n\(Self.right)\n")
+        #expect(allowed.status == 0, "\(allowed.errors)")
+    }
+
+    // MARK: 3. SIGSTOP
+
+    /// A `su` stopped while argon2id runs must not hold the victim's logins or the reset.
+    @Test func aStoppedSuBlocksNeitherTheVictimNorTheReset() throws {
+        let caller = try RealClientTests.ShellUser("caller")
+        let target = try RealClientTests.ShellUser("target")
+        // A slow hash (seconds) so su can be stopped during the verification.
+        let fixture = try Fixture(config: "kdf_ops = 8\nkdf_mem_kib = 262144\n", moduleArguments: "lock_wait=3")
+        #expect(try fixture.enroll(target.name, Self.right).status == 0)
+        let pamFile = try Self.suService(fixture, extra: "lock_wait=3")
+        let su = try Terminal(Self.suArguments(as: caller, to: target, pamFile: pamFile))
+        defer { su.kill() }
+        #expect(su.answer(Self.wrong, whenOutputContains: "asscode"))
+        let started = Date()
+        while Self.rawFailures(fixture, target.name) != 1 && Date().timeIntervalSince(started) < 30 { usleep(5_000) }
+        #expect(Self.rawFailures(fixture, target.name) == 1)
+        usleep(100_000)
+        #expect(kill(su.pid, SIGSTOP) == 0)
+        // The victim's own login (the module as root through libpam) goes ahead.
+        // (Before: it waited lock_wait for the stopped su's lock, then PAM_AUTHINFO_UNAVAIL.)
+        let login = try fixture.authenticate(target.name, replies: [Self.right])
+        #expect(login.status == PAMCode.success, "\(login.output)")
+        // Success cleared what was counted before it, and the reset does not wait either.
+        #expect(try fixture.failures(target.name) == 0)
+        let reset = Date()
+        #expect(try run(Artefacts.enroll, ["reset", "--user", target.name] + fixture.storeArguments).status == 0)
+        #expect(Date().timeIntervalSince(reset) < 2.5)
+        // The stopped attempt, resumed, fails and its count stays: exact counting.
+        kill(su.pid, SIGCONT)
+        #expect(su.wait(atMost: 60) != 0)
+        #expect(!su.output.contains("puff-su-ok"))
+    }
+
+    // MARK: 4. SWIFT_* environment
+
+    /// The helper, setuid root, run by an ordinary user with SWIFT_DEBUG_LIB_PRESPECIALIZED_PATH:
+    /// root must open nothing the caller named (strace as root with -u, which keeps the
+    /// setuid transition and so the kernel's secure mode).
+    @Test func theHelperOpensNothingASwiftVariableNames() throws {
+        let alice = try TestUsers.ensure("puff-it-alice")
+        let stage = try UnprivilegedTests.Stage()
+        #expect(try stage.fixture.enroll(alice, Self.right).status == 0)
+        let marker = stage.fixture.root + "/prespecialized-marker.so"
+        let trace = stage.fixture.root + "/helper.trace"
+        let script = "mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff && "
+            + "exec env SWIFT_DEBUG_LIB_PRESPECIALIZED_PATH=\(marker) SWIFT_BACKTRACE=enable=yes "
+            + "strace -f -qq -u \(alice) -e trace=openat,open -o \(trace) \(stage.helper) query"
+        let result = try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script])
+        #expect(result.status == 0, "\(result.output) \(result.errors)")
+        #expect(result.output.hasPrefix("puff-check 1\noutcome state\n"), "\(result.output)")
+        let traced = try String(contentsOfFile: trace, encoding: .utf8)
+        #expect(traced.contains("puff.conf"), "the trace does not show the helper's own opens")
+        #expect(!traced.contains(marker), "\(traced)")
+        #expect(!result.errors.contains("prespecializations"), "\(result.errors)")
+    }
+
+    /// The module inside a setuid `su`, run by an ordinary user with the same variable.
+    @Test func theModuleInSuOpensNothingASwiftVariableNames() throws {
+        let caller = try RealClientTests.ShellUser("caller")
+        let target = try RealClientTests.ShellUser("target")
+        let fixture = try Fixture()
+        #expect(try fixture.enroll(target.name, Self.right).status == 0)
+        let pamFile = try Self.suService(fixture)
+        let marker = fixture.root + "/prespecialized-marker.so"
+        let trace = fixture.root + "/su.trace"
+        let script = """
+            mount --bind "$1" /etc/pam.d/su || exit 90
+            exec env SWIFT_DEBUG_LIB_PRESPECIALIZED_PATH="$2" SWIFT_PUFF_PROBE=kept strace -f -qq -u "$3" -e trace=openat,open -o "$4" \
+                /usr/bin/su "$5" -c 'echo puff-su-ok $(id -un) $SWIFT_PUFF_PROBE'
+            """
+        let result = try RealClientTests.onTerminal(
+            ["/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh",
+             pamFile, marker, caller.name, trace, target.name], answer: Self.right)
+        #expect(result.output.contains("puff-su-ok \(target.name)"), "\(result.output)")
+        let traced = try String(contentsOfFile: trace, encoding: .utf8)
+        #expect(traced.contains("pam_puff.so") || traced.contains(Artefacts.module), "the module was not loaded")
+        #expect(!traced.contains(marker), "\(traced)")
+        #expect(!result.output.contains("prespecializations"), "\(result.output)")
+        // The variables were hidden only while the runtime started: the target's shell has them.
+        #expect(result.output.contains("puff-su-ok \(target.name) kept"), "\(result.output)")
+    }
+
+    // MARK: 5. Killed enrollments
+
+    /// Every temp file under the store and the state directory.
+    static func leftovers(_ fixture: Fixture) -> [String] {
+        [fixture.etc + "/users", fixture.etc + "/pictures", fixture.state].flatMap { directory in
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.contains(".tmp-") }
+                .map { directory + "/" + $0 }
+        }
+    }
+
+    /// A user kills their own gesture enrollment at every fsync of the helper: nothing is left
+    /// behind (the temp picture, up to 32 MiB of root's disk, is unnamed until complete), and an
+    /// enrollment removes what killed enrollments of older versions left.
+    @Test func aKilledSelfEnrollmentLeavesNothingBehind() throws {
+        let alice = try TestUsers.ensure("puff-it-alice")
+        let stage = try UnprivilegedTests.Stage()
+        #expect(try stage.fixture.enroll(alice, Self.right).status == 0)
+        let gesture = GestureLoginTests.wire(GestureLoginTests.genuine)
+        let input = stage.fixture.root + "/input"
+        try stage.fixture.write(input, "\(Self.right)\n\(gesture)\n\(gesture)\n", mode: 0o644)
+        let enroll = [stage.enroll, "gesture", "--picture", stage.bin + "/picture.png", "--stdin", "--helper", stage.helper]
+        var killed = 0
+        for when in 1...14 {
+            let script = "mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff && "
+                + "exec strace -f -qq -o /dev/null -u \(alice) -e trace=fsync -e inject=fsync:signal=SIGKILL:when=\(when) "
+                + enroll.joined(separator: " ") + " < \(input)"
+            let result = try run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script])
+            if result.status != 0 { killed += 1 }
+            #expect(Self.leftovers(stage.fixture).isEmpty, "fsync \(when): \(Self.leftovers(stage.fixture))")
+        }
+        #expect(killed >= 3, "the helper was killed only \(killed) times")
+        // Leftovers of an older version (named temp files) go with the next enrollment.
+        try stage.fixture.write(stage.fixture.etc + "/pictures/..next-\(alice).tmp-0123456789abcdef", "half", mode: 0o644)
+        try stage.fixture.write(stage.fixture.etc + "/users/.\(alice).tmp-0123456789abcdef", "half", mode: 0o600)
+        let clean = try stage.runAs(alice, enroll, input: "\(Self.right)\n\(gesture)\n\(gesture)\n")
+        #expect(clean.status == 0, "\(clean.errors)")
+        #expect(Self.leftovers(stage.fixture).isEmpty, "\(Self.leftovers(stage.fixture))")
+    }
+
+    // MARK: 8. An administrator's lock
+
+    /// A gesture-only user under `puff-enroll lock` cannot lift it by enrolling a passcode with
+    /// the system password (through the helper, pam_unix reading the stage's copy of
+    /// /etc/shadow mounted in the namespace): only `puff-enroll reset` does.
+    @Test func anAdministratorsLockStandsUntilReset() throws {
+        let stage = try UnprivilegedTests.Stage()
+        let dave = try TestUsers.ensure("puff-it-dave")
+        let hash = try run("/usr/bin/openssl", ["passwd", "-6", "-stdin"], input: "Sys-pass-4821\n")
+        let shadow = try String(contentsOfFile: "/etc/shadow", encoding: .utf8).split(separator: "\n").map { line -> String in
+            var fields = line.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            if fields.first == dave, fields.count > 1 { fields[1] = hash.output.trimmingCharacters(in: .whitespacesAndNewlines) }
+            return fields.joined(separator: ":")
+        }
+        try stage.fixture.write(stage.shadow, shadow.joined(separator: "\n") + "\n", mode: 0o640)
+        func selfEnroll(_ input: String) throws -> Run {
+            try stage.runAs(dave, [stage.enroll, "passcode", "--stdin", "--helper", stage.helper], input: input)
+        }
+        let gesture = GestureLoginTests.wire(GestureLoginTests.genuine)
+        try GestureLoginTests().enrolled(stage.fixture, dave)
+        #expect(try stage.authenticate(as: dave, replies: [gesture]).status == PAMCode.success)
+        #expect(try run(Artefacts.enroll, ["lock", "--user", dave] + stage.fixture.storeArguments).status == 0)
+        let refused = try stage.authenticate(as: dave, replies: [gesture])
+        #expect(refused.status == PAMCode.authError, "\(refused.output) \(refused.errors)")
+        let lifted = try selfEnroll("Sys-pass-4821\n\(Self.right)\n")
+        #expect(lifted.status != 0, "the self-enrollment went through: \(lifted.output) \(lifted.errors)")
+        #expect(try stage.authenticate(as: dave, replies: [Self.right]).status == PAMCode.authError)
+        #expect(try stage.authenticate(as: dave, replies: [gesture]).status == PAMCode.authError)
+        // The administrator's reset lifts it; then the system password enrolls a passcode.
+        #expect(try run(Artefacts.enroll, ["reset", "--user", dave] + stage.fixture.storeArguments).status == 0)
+        let after = try stage.authenticate(as: dave, replies: [gesture])
+        #expect(after.status == PAMCode.success, "\(after.output) \(after.errors)")
+        let enrolled = try selfEnroll("Sys-pass-4821\n\(Self.right)\n")
+        #expect(enrolled.status == 0, "\(enrolled.output) \(enrolled.errors)")
+        #expect(try stage.authenticate(as: dave, replies: [Self.right]).status == PAMCode.success)
+    }
+
+    /// `show-gesture --output` writes the gesture only to a new 0600 file reached without
+    /// symlinks; an existing file is refused unless --force, which replaces it with a new one.
+    @Test func showGestureWritesOnlyANewPrivateFile() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture()
+        try GestureLoginTests().enrolled(fixture, user)
+        func show(_ path: String, _ extra: [String] = []) throws -> Run {
+            try run(Artefacts.enroll, ["show-gesture", "--user", user, "--output", path] + extra + fixture.storeArguments)
+        }
+        // A file an attacker prepared with mode 0666.
+        let prepared = fixture.root + "/prepared.svg"
+        try fixture.write(prepared, "planted", mode: 0o666)
+        let refused = try show(prepared)
+        #expect(refused.status != 0)
+        #expect(refused.errors.contains("exists"), "\(refused.errors)")
+        #expect(try String(contentsOfFile: prepared, encoding: .utf8) == "planted")
+        // The attacker keeps the prepared file open: --force must not write into it.
+        let held = try #require(FileHandle(forReadingAtPath: prepared))
+        defer { try? held.close() }
+        let forced = try show(prepared, ["--force"])
+        #expect(forced.status == 0, "\(forced.errors)")
+        #expect(try FileManager.default.attributesOfItem(atPath: prepared)[.posixPermissions] as? Int == 0o600)
+        #expect(String(decoding: try held.readToEnd() ?? Data(), as: UTF8.self) == "planted", "written into the prepared inode")
+        #expect(try String(contentsOfFile: prepared, encoding: .utf8).contains("<svg"))
+        // A symlinked parent directory and a symlink as the file itself.
+        let elsewhere = fixture.root + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: fixture.root + "/link", withDestinationPath: elsewhere)
+        #expect(try show(fixture.root + "/link/g.svg").status != 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
+        try FileManager.default.createSymbolicLink(atPath: fixture.root + "/file-link.svg", withDestinationPath: elsewhere + "/x.svg")
+        #expect(try show(fixture.root + "/file-link.svg", ["--force"]).status != 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
+        // A new file: created 0600.
+        let fresh = fixture.root + "/fresh.svg"
+        #expect(try show(fresh).status == 0)
+        #expect(try FileManager.default.attributesOfItem(atPath: fresh)[.posixPermissions] as? Int == 0o600)
+    }
+
+    /// Root runs stb_image only in a child that has become `nobody` (`puff-pad` as root: a
+    /// login for another user shows that user's picture): traced with strace, the picture is
+    /// on screen and the decoding child dropped its groups and its uid first.
+    @Test func rootDecodesPicturesOnlyInAnUnprivilegedChild() throws {
+        var template = Array("/tmp/puff-trace-XXXXXX".utf8CString)
+        let directory = String(cString: try #require(mkdtemp(&template)))
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let trace = directory + "/pad.trace"
+        let pane = try TmuxPane(["/usr/bin/strace", "-f", "-qq", "-o", trace, "-e", "trace=setgroups,setgid,setuid",
+                                 Artefacts.pad, "draw", "--picture", Artefacts.testPicture])
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !(try pane.capture(escapes: true)).contains("48;2;") { usleep(100_000) }
+        #expect(try pane.capture(escapes: true).contains("48;2;"), "the picture was not drawn")
+        let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
+        // strace pads the result column: "PID setuid(65534)        = 0".
+        func succeeded(_ call: String) -> [Substring] { lines.filter { $0.contains(" \(call) ") || $0.contains(" \(call)") }
+            .filter { $0.contains(call) && $0.hasSuffix("= 0") } }
+        let dropped = succeeded("setuid(65534)")
+        #expect(dropped.count == 1, "\(lines)")
+        let child = dropped.first.map { $0.split(separator: " ")[0] } ?? "?"
+        #expect(succeeded("setgroups(0, NULL)").contains { $0.hasPrefix(child + " ") }, "\(lines)")
+        // No way back to root in that child, and it is not the pad itself (the pad reaps it).
+        #expect(lines.contains { $0.hasPrefix(child + " setuid(0)") && $0.contains("EPERM") }, "\(lines)")
+        #expect(lines.contains { $0.contains("SIGCHLD") && $0.contains("si_pid=\(child),") }, "\(lines)")
+        try pane.key("Escape")
+    }
+
+    /// Root enrolling a gesture for a user reads the picture's size from its header with a few
+    /// bounded lines, never with stb_image (not even linked into puff-enroll any more).
+    @Test func puffEnrollRunsNoImageDecoder() throws {
+        let symbols = try run("/usr/bin/nm", [Artefacts.enroll])
+        #expect(symbols.status == 0, "\(symbols.errors)")
+        #expect(!symbols.output.contains("stbi_"), "puff-enroll still links stb_image")
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture()
+        // A JFIF file as cameras write them: APP0, a quantisation table, then a progressive SOF2.
+        let jpeg = fixture.root + "/picture.jpg"
+        var bytes: [UInt8] = [0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10] + Array("JFIF".utf8) + [0, 1, 1, 0, 0, 1, 0, 1, 0, 0]
+        bytes += [0xff, 0xdb, 0x00, 0x43, 0x00] + [UInt8](repeating: 1, count: 64)
+        bytes += [0xff, 0xc2, 0x00, 0x11, 0x08, 0x00, 0xc8, 0x01, 0x40, 0x03, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01]
+        bytes += [0xff, 0xd9]
+        try Data(bytes).write(to: URL(fileURLWithPath: jpeg))
+        let gesture = GestureLoginTests.wire(GestureLoginTests.genuine, width: 320, height: 200)
+        try GestureLoginTests().enrolled(fixture, user, picture: jpeg, gesture: gesture)
+        #expect(try fixture.status(user)["gesture"] as? [String: Int] == ["picture_width": 320, "picture_height": 200])
+        // A PNG whose first chunk is not IHDR is refused.
+        let odd = fixture.root + "/odd.png"
+        try Data([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13] + Array("tEXt".utf8) + [UInt8](repeating: 0, count: 17))
+            .write(to: URL(fileURLWithPath: odd))
+        let refused = try run(Artefacts.enroll, ["gesture", "--user", user, "--picture", odd, "--stdin"] + fixture.storeArguments,
+                              input: gesture + "\n" + gesture + "\n")
+        #expect(refused.status == 3)
+        #expect(refused.errors.contains("cannot read the picture's size"), "\(refused.errors)")
+    }
+
+    // MARK: 6. Out of memory
+
+    /// argon2id cannot allocate (RLIMIT_AS): the right passcode gets PAM_BUF_ERR, the log
+    /// says so, and nothing is counted.
+    @Test func outOfMemoryIsABufferErrorNotAWrongPasscode() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture(config: "kdf_ops = 1\nkdf_mem_kib = 262144\n")
+        #expect(try fixture.enroll(user, Self.right).status == 0)
+        let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
+        // 200 MiB of address space: the harness and the module fit, 256 MiB for argon2id do not.
+        let limited = try run("/usr/bin/prlimit", ["--as=\(200 * 1024 * 1024)", "--", Artefacts.harness,
+                                                   "--confdir", fixture.pamDirectory, "--service", "puff-test",
+                                                   "--user", user, "--reply", Self.right])
+        #expect(limited.status == 5, "PAM code \(limited.status): \(limited.output) \(limited.errors)")  // PAM_BUF_ERR
+        #expect(try fixture.failures(user) == 0)
+        let log = capture.drain().joined(separator: "\n")
+        #expect(log.contains("ENOMEM"), "\(log)")
+        #expect(try fixture.authenticate(user, replies: [Self.right]).status == PAMCode.success)
+    }
+
+    // MARK: 7. Cap, minimum type, date-shaped PINs
+
+    @Test func afterTheCapOnlyAnAdministratorsResetHelps() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture(moduleArguments: "deny=20 max_failures=3")
+        #expect(try fixture.enroll(user, Self.right).status == 0)
+        for _ in 1...3 { try fixture.authenticate(user, replies: [Self.wrong]) }
+        let capped = try fixture.authenticate(user, replies: [Self.right])
+        #expect(capped.status == PAMCode.authError)
+        #expect(capped.lines.contains("ERROR Puff: too many failed attempts; locked until an administrator resets it."),
+                "\(capped.output)")
+        #expect(try run(Artefacts.enroll, ["reset", "--user", user] + fixture.storeArguments).status == 0)
+        #expect(try fixture.authenticate(user, replies: [Self.right]).status == PAMCode.success)
+    }
+
+    @Test func minimumPasscodeTypeAtEnrollmentAndAtLogin() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture()
+        #expect(try fixture.enroll(user, "4821", type: "digits4").status == 0)
+        #expect(try fixture.authenticate(user, replies: ["4821"]).status == PAMCode.success)
+        try fixture.write(fixture.conf, "kdf_ops = 1\nkdf_mem_kib = 8\nmin_passcode = digits6\n", mode: 0o600)
+        // The older 4-digit record no longer logs in.
+        let old = try fixture.authenticate(user, replies: ["4821"])
+        #expect(old.status == PAMCode.authError, "\(old.output)")
+        #expect(try fixture.failures(user) == 0, "refused unverified, so not counted")
+        let refused = try fixture.enroll(user, "7394", type: "digits4")
+        #expect(refused.status != 0)
+        #expect(refused.errors.contains("min_passcode"), "\(refused.errors)")
+        #expect(try fixture.enroll(user, "7394", type: "numeric").status != 0)
+        #expect(try fixture.enroll(user, Self.right, type: "digits6").status == 0)
+        #expect(try fixture.authenticate(user, replies: [Self.right]).status == PAMCode.success)
+    }
+
+    @Test func dateShapedPINsAreRefused() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture()
+        for pin in ["0412", "3112", "1987", "2024", "0699"] {
+            let result = try fixture.enroll(user, pin, type: "digits4")
+            #expect(result.status != 0, "\(pin) was accepted")
+            #expect(result.errors.contains("looks like a date"), "\(pin): \(result.errors)")
+        }
+        #expect(try fixture.enroll(user, "4821", type: "digits4").status == 0)
+    }
+
+    // MARK: Helpers
+
+    /// A su service file with the module on the fixture's store.
+    static func suService(_ fixture: Fixture, extra: String = "") throws -> String {
+        let pamFile = fixture.root + "/su"
+        try fixture.write(pamFile, """
+            auth required \(Artefacts.module) dir=\(fixture.etc) state_dir=\(fixture.state) conf=\(fixture.conf) nodelay \(extra)
+            account required pam_permit.so
+            session required pam_permit.so
+
+            """, mode: 0o644)
+        return pamFile
+    }
+
+    static func suArguments(as caller: RealClientTests.ShellUser, to target: RealClientTests.ShellUser, pamFile: String,
+                            prefix: [String] = []) -> [String] {
+        let script = """
+            mount --bind "$1" /etc/pam.d/su || exit 90
+            uid="$2"; gid="$3"; shift 3
+            exec setpriv --reuid="$uid" --regid="$gid" --init-groups -- "$@"
+            """
+        return ["/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script,
+                "sh", pamFile, String(caller.uid), String(caller.gid)]
+            + prefix + ["/usr/bin/su", target.name, "-c", "echo puff-su-ok $(id -un)"]
+    }
+
+    static func su(as caller: RealClientTests.ShellUser, to target: RealClientTests.ShellUser, _ passcode: String,
+                   pamFile: String, prefix: [String] = []) throws -> (status: Int32, output: String) {
+        try RealClientTests.onTerminal(suArguments(as: caller, to: target, pamFile: pamFile, prefix: prefix),
+                                       answer: passcode, seconds: 30)
+    }
+
+    /// A program on a new pseudo-terminal, driven step by step (RealClientTests.onTerminal runs
+    /// one to completion; here the test must act while it runs).
+    final class Terminal {
+        let pid: pid_t
+        private let master: Int32
+        private var bytes: [UInt8] = []
+        private var status: Int32?
+        var output: String { String(decoding: bytes, as: UTF8.self) }
+
+        init(_ arguments: [String]) throws {
+            master = posix_openpt(O_RDWR | O_NOCTTY)
+            var name = [CChar](repeating: 0, count: 128)
+            guard master >= 0, grantpt(master) == 0, unlockpt(master) == 0, ptsname_r(master, &name, name.count) == 0 else {
+                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "no pseudo-terminal"])
+            }
+            _ = fcntl(master, F_SETFD, FD_CLOEXEC)
+            let terminal = String(cString: name)
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_addopen(&actions, 0, terminal, O_RDWR, 0)
+            posix_spawn_file_actions_adddup2(&actions, 0, 1)
+            posix_spawn_file_actions_adddup2(&actions, 0, 2)
+            var attributes = posix_spawnattr_t()
+            posix_spawnattr_init(&attributes)
+            defer { posix_spawnattr_destroy(&attributes) }
+            posix_spawnattr_setflags(&attributes, Int16(0x80))  // POSIX_SPAWN_SETSID
+            var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+            defer { for pointer in argv { free(pointer) } }
+            var child: pid_t = 0
+            let spawned = posix_spawn(&child, arguments[0], &actions, &attributes, &argv, environ)
+            guard spawned == 0 else {
+                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "posix_spawn: \(spawned)"])
+            }
+            pid = child
+        }
+
+        deinit {
+            kill()
+            close(master)
+        }
+
+        /// Reads what is there for up to `milliseconds`; false at end of file.
+        @discardableResult
+        private func pump(_ milliseconds: Int32) -> Bool {
+            var descriptor = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, milliseconds) > 0 else { return true }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let got = read(master, &buffer, buffer.count)
+            if got <= 0 { return false }
+            bytes += buffer[0..<got]
+            return true
+        }
+
+        /// Types `text` and a newline once the output contains `marker` (at most 30 s).
+        func answer(_ text: String, whenOutputContains marker: String) -> Bool {
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline, !output.lowercased().contains(marker) {
+                guard pump(100) else { return false }
+            }
+            guard output.lowercased().contains(marker) else { return false }
+            usleep(50_000)
+            _ = (text + "\n").withCString { write(master, $0, strlen($0)) }
+            return true
+        }
+
+        /// Waits for the end (up to `seconds`, then SIGKILL) and returns the raw wait status.
+        func wait(atMost seconds: Double) -> Int32 {
+            let deadline = Date().addingTimeInterval(seconds)
+            while status == nil && Date() < deadline {
+                _ = pump(100)
+                var raw: Int32 = 0
+                if waitpid(pid, &raw, WNOHANG) == pid { status = raw }
+            }
+            if status == nil { kill() }
+            return status ?? -1
+        }
+
+        func kill() {
+            guard status == nil else { return }
+            Glibc.kill(pid, SIGKILL)
+            Glibc.kill(pid, SIGCONT)
+            var raw: Int32 = 0
+            waitpid(pid, &raw, 0)
+            status = raw
+        }
+    }
+}

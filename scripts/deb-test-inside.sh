@@ -1,0 +1,147 @@
+#!/bin/bash
+# The body of `make deb-test`, run as root inside the throwaway overlay copy of / (see
+# deb-test.sh): it may change anything here, and every change disappears with the copy.
+set -euo pipefail
+DEB=$1
+TERM_PY="/usr/bin/python3 /tmp/deb-test-term.py"
+PASSCODE=604917
+PASSWORD='Sys-Pass-9071'
+checks=0
+ok() { checks=$((checks + 1)); echo "ok $checks: $*"; }
+fail() { echo "FAIL: $*"; exit 1; }
+failures() { puff-enroll status --json --user "$1" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["failures"])'; }
+
+[ ! -e /opt/swift/usr/bin/swift ] && ! command -v swift >/dev/null || fail "the Swift toolchain is visible"
+ok "no Swift toolchain (/opt/swift is empty, swift not on PATH)"
+
+# This image keeps man pages out of dpkg installs (a Docker default); a real machine does not.
+rm -f /etc/dpkg/dpkg.cfg.d/excludes
+find /etc/pam.d /usr/share/pam-configs /var/lib/pam -type f -exec sha256sum {} + | sort > /tmp/pam-before
+
+dpkg -i "$DEB" > /tmp/dpkg-i.log 2>&1 || { cat /tmp/dpkg-i.log; fail "dpkg -i"; }
+ok "dpkg -i $(basename "$DEB")"
+grep -q 'pam_puff.so nullok' /etc/pam.d/common-auth && fail "Puff is active before pam-auth-update --enable puff"
+ok "installing does not enable Puff's prompt (profile puff is Default: no)"
+
+for tool in /usr/sbin/puff-enroll /usr/sbin/puff-check /usr/bin/puff-pad; do
+	version=$("$tool" --version) || fail "$tool --version"
+	readelf -d "$tool" | grep -qE 'RUNPATH|RPATH' && fail "$tool has a RUNPATH"
+	ldd "$tool" | grep -q 'not found' && fail "$tool: $(ldd "$tool" | grep 'not found')"
+	ok "$tool --version: $version (no RUNPATH, every library found)"
+done
+[ "$(stat -c '%a %U' /usr/sbin/puff-check)" = "4755 root" ] || fail "puff-check is not setuid root"
+ok "puff-check is 4755 root"
+module=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)/security/pam_puff.so
+readelf -S "$module" | grep -q '\.symtab' && fail "the module is not stripped"
+ok "module $module, $(stat -c %s "$module") bytes, stripped"
+
+pam-auth-update --enable puff
+grep -E 'pam_puff|pam_unix' /etc/pam.d/common-auth
+first=$(grep -nE '^auth.*pam_puff.so nullok' /etc/pam.d/common-auth | cut -d: -f1)
+unix=$(grep -nE '^auth.*pam_unix.so' /etc/pam.d/common-auth | cut -d: -f1)
+succ=$(grep -nE '^auth.*pam_puff.so authsucc' /etc/pam.d/common-auth | cut -d: -f1)
+[ -n "$first" ] && [ -n "$unix" ] && [ -n "$succ" ] && [ "$first" -lt "$unix" ] && [ "$unix" -lt "$succ" ] \
+	|| fail "common-auth does not have Puff, pam_unix, then authsucc"
+ok "pam-auth-update --enable puff: Puff before pam_unix, authsucc after"
+
+useradd --no-create-home --home-dir / --shell /bin/sh puff-deb-alice
+useradd --no-create-home --home-dir / --shell /bin/sh puff-deb-bob
+echo "puff-deb-alice:$PASSWORD" | chpasswd
+echo "$PASSCODE" | puff-enroll passcode --user puff-deb-alice --type digits6 --stdin
+[ "$(failures puff-deb-alice)" = 0 ] || fail "fresh enrollment has failures"
+ok "puff-enroll passcode --user puff-deb-alice"
+
+su_as_bob() {  # su_as_bob PROMPT ANSWER [PROMPT ANSWER...]
+	$TERM_PY "$@" -- setpriv --reuid=puff-deb-bob --regid=puff-deb-bob --init-groups -- \
+		su puff-deb-alice -c 'echo puff-su-ok $(id -un)'
+}
+out=$(su_as_bob asscode "$PASSCODE") || true
+echo "$out" | grep -q 'puff-su-ok puff-deb-alice' || { echo "$out"; fail "su with the passcode"; }
+ok "su with the Puff passcode"
+for i in 1 2 3 4 5 6; do
+	out=$(su_as_bob asscode "$PASSWORD") || true
+	echo "$out" | grep -q 'puff-su-ok puff-deb-alice' || { echo "$out"; fail "su $i with the system password at Puff's prompt"; }
+done
+[ "$(failures puff-deb-alice)" = 0 ] || fail "six system-password logins left $(failures puff-deb-alice) Puff failures"
+ok "six su logins with the system password typed at Puff's prompt: Puff failures 0"
+out=$(su_as_bob asscode 'not-the-password') || true
+echo "$out" | grep -q 'puff-su-ok' && fail "a wrong password logged in"
+[ "$(failures puff-deb-alice)" = 1 ] || fail "a wrong password counted $(failures puff-deb-alice) times"
+ok "a wrong password is refused and counts once"
+out=$(su_as_bob asscode '' password "$PASSWORD") || true
+echo "$out" | grep -q 'puff-su-ok puff-deb-alice' || { echo "$out"; fail "Enter at Puff's prompt, then the password"; }
+[ "$(failures puff-deb-alice)" = 1 ] || fail "an empty reply was counted"
+ok "Enter at Puff's prompt goes to the password prompt, uncounted"
+
+# The system's own sshd service (@include common-auth), on 127.0.0.1 of this network namespace.
+mkdir -p /run/sshd
+ssh-keygen -q -t ed25519 -N '' -f /tmp/ssh_host_key
+cat > /tmp/sshd_config <<CONF
+Port 2222
+ListenAddress 127.0.0.1
+HostKey /tmp/ssh_host_key
+PidFile /tmp/sshd.pid
+UsePAM yes
+KbdInteractiveAuthentication yes
+PasswordAuthentication no
+PubkeyAuthentication no
+AuthenticationMethods keyboard-interactive
+PrintMotd no
+CONF
+/usr/sbin/sshd -f /tmp/sshd_config -E /tmp/sshd.log
+for _ in $(seq 50); do [ -s /tmp/sshd.pid ] && break; sleep 0.1; done
+ssh_login() {
+	timeout 60 sshpass -P asscode -p "$1" ssh -F /dev/null -o PreferredAuthentications=keyboard-interactive \
+		-o NumberOfPasswordPrompts=1 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+		-o LogLevel=ERROR -p 2222 puff-deb-alice@127.0.0.1 'echo puff-ssh-ok $(id -un)'
+}
+ssh_login "$PASSCODE" | grep -q 'puff-ssh-ok puff-deb-alice' || { cat /tmp/sshd.log; fail "ssh with the passcode"; }
+[ "$(failures puff-deb-alice)" = 0 ] || fail "the passcode did not clear the count"
+ok "sshd (service sshd, common-auth) with the Puff passcode"
+for i in 1 2 3 4 5 6; do
+	ssh_login "$PASSWORD" | grep -q 'puff-ssh-ok puff-deb-alice' || { cat /tmp/sshd.log; fail "ssh $i with the system password"; }
+done
+[ "$(failures puff-deb-alice)" = 0 ] || fail "six ssh logins with the system password left $(failures puff-deb-alice) Puff failures"
+ok "six sshd logins with the system password at Puff's prompt: Puff failures 0"
+kill "$(cat /tmp/sshd.pid)"
+
+# The control: without the take-back line the same login counts (the zeros above are its doing).
+pam-auth-update --disable puff-authsucc
+grep -q 'pam_puff.so authsucc' /etc/pam.d/common-auth && fail "pam-auth-update --disable puff-authsucc left the line"
+out=$(su_as_bob asscode "$PASSWORD") || true
+echo "$out" | grep -q 'puff-su-ok puff-deb-alice' || { echo "$out"; fail "su with the system password, no authsucc"; }
+[ "$(failures puff-deb-alice)" = 1 ] || fail "without authsucc a system-password login left $(failures puff-deb-alice) failures, not 1"
+ok "control: with puff-authsucc disabled, the same su login counts one Puff failure"
+pam-auth-update --enable puff-authsucc
+
+# A screen locker's view: PAM as the user, the module through the installed setuid helper.
+out=$($TERM_PY asscode "$PASSCODE" -- setpriv --reuid=puff-deb-alice --regid=puff-deb-alice --init-groups -- \
+	pamtester puff-pad puff-deb-alice authenticate) || true
+echo "$out" | grep -q 'successfully authenticated' || { echo "$out"; fail "unprivileged login through /usr/sbin/puff-check"; }
+ok "unprivileged login (service puff-pad) through /usr/sbin/puff-check"
+
+MANPAGER=cat MANWIDTH=80 man pam_puff > /tmp/man.txt 2>&1 || { cat /tmp/man.txt; fail "man pam_puff"; }
+grep -q 'authsucc' /tmp/man.txt || fail "man pam_puff shows no authsucc"
+for page in 5:puff.conf 8:puff-enroll 8:puff-check 1:puff-pad; do
+	MANPAGER=cat man "${page%%:*}" "${page#*:}" > /dev/null 2>&1 || fail "man ${page#*:}"
+done
+ok "man pam_puff, puff.conf(5), puff-enroll(8), puff-check(8), puff-pad(1) open"
+
+dpkg -L libpam-puff | sort > /tmp/package-files
+dpkg --remove libpam-puff > /tmp/dpkg-r.log 2>&1 || { cat /tmp/dpkg-r.log; fail "dpkg --remove"; }
+[ -d /etc/puff ] && [ -d /var/lib/puff ] && [ -e /etc/puff/users/puff-deb-alice ] || fail "dpkg --remove lost the enrollments"
+grep -q pam_puff /etc/pam.d/common-auth && fail "common-auth still names pam_puff after dpkg --remove"
+ok "dpkg --remove keeps /etc/puff and /var/lib/puff and takes Puff out of common-auth"
+dpkg --purge libpam-puff > /tmp/dpkg-p.log 2>&1 || { cat /tmp/dpkg-p.log; fail "dpkg --purge"; }
+[ ! -e /etc/puff ] && [ ! -e /var/lib/puff ] || fail "dpkg --purge left /etc/puff or /var/lib/puff"
+left=""
+while read -r path; do
+	[ -d "$path" ] && continue   # shared directories (/usr/share/man/man8 ...) stay
+	[ -e "$path" ] || [ -L "$path" ] && left="$left $path"
+done < /tmp/package-files
+[ -z "$left" ] || fail "dpkg --purge left:$left"
+dpkg-query -W libpam-puff > /dev/null 2>&1 && fail "dpkg still knows libpam-puff"
+find /etc/pam.d /usr/share/pam-configs /var/lib/pam -type f -exec sha256sum {} + | sort > /tmp/pam-after
+diff /tmp/pam-before /tmp/pam-after || fail "the PAM configuration differs from before the installation"
+ok "dpkg --purge leaves nothing: no package file, no /etc/puff, /var/lib/puff, PAM files as before"
+echo "deb-test (inside): $checks checks passed"

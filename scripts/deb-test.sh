@@ -1,0 +1,59 @@
+#!/bin/bash
+# make deb-test: installs build/libpam-puff_*.deb in a throwaway overlayfs copy of / (a private
+# mount, PID and network namespace; the Swift toolchain hidden), enables the pam-auth-update
+# profile, enrolls, logs in through su and sshd with the shipped stack, then removes and
+# purges the package. Nothing is installed on this machine: afterwards the script checks that
+# every path the package holds, the PAM configuration and pam-auth-update's state are as before.
+set -euo pipefail
+DEB=$(realpath "${1:?usage: deb-test.sh PACKAGE.deb}")
+HERE=$(cd "$(dirname "$0")" && pwd)
+[ "$(id -u)" = 0 ] || { echo "deb-test: needs root (namespaces, overlayfs, chroot)"; exit 77; }
+
+# What the test could conceivably change on the host, listed with checksums.
+host_state() {
+	dpkg-query -W -f='${Package} ${Status}\n' libpam-puff 2>&1 || true
+	dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's|^\./|/|' | while read -r path; do
+		[ "$path" = / ] && continue
+		if [ -L "$path" ] || [ -f "$path" ]; then sha256sum "$path"; elif [ -d "$path" ]; then echo "dir $path"; else echo "absent $path"; fi
+	done
+	find /etc/pam.d /usr/share/pam-configs /var/lib/pam -type f -exec sha256sum {} + | sort
+	ls -la --time-style=+ /etc/puff /var/lib/puff 2>&1 || true
+	grep -c '^puff-deb-' /etc/passwd || true
+}
+before=$(host_state)
+
+work=$(mktemp -d /tmp/puff-debtest-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cp "$HERE/deb-test-inside.sh" "$HERE/deb-test-term.py" "$work/"
+set +e
+unshare --mount --pid --fork --net --propagation private -- /bin/bash -euo pipefail -c '
+	work=$1; deb=$2
+	layer=$(mktemp -d /tmp/puff-debtest-layer-XXXXXX)
+	mount -t tmpfs -o mode=0755 tmpfs "$layer"
+	mkdir "$layer/upper" "$layer/work" "$layer/root"
+	root=$layer/root
+	mount -t overlay overlay -o "lowerdir=/,upperdir=$layer/upper,workdir=$layer/work" "$root"
+	mount -t proc proc "$root/proc"
+	mount --rbind /dev "$root/dev"
+	mount --rbind /sys "$root/sys"
+	mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+	mount -t tmpfs -o mode=0755 tmpfs "$root/run"
+	# The machine without a Swift toolchain.
+	mount -t tmpfs -o mode=0755 tmpfs "$root/opt/swift"
+	ip link set lo up
+	cp "$deb" "$work/deb-test-inside.sh" "$work/deb-test-term.py" "$root/tmp/"
+	chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+		LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive /bin/bash /tmp/deb-test-inside.sh "/tmp/$(basename "$deb")"
+' deb-test "$work" "$DEB"
+status=$?
+set -e
+
+after=$(host_state)
+if [ "$before" != "$after" ]; then
+	echo "FAIL: the machine changed:"
+	diff <(echo "$before") <(echo "$after") || true
+	exit 1
+fi
+echo "ok: the machine is unchanged (package paths, /etc/pam.d, /usr/share/pam-configs, /var/lib/pam, /etc/puff, /var/lib/puff, accounts)"
+[ "$status" = 0 ] || { echo "deb-test: FAILED (status $status)"; exit 1; }
+echo "deb-test: passed"
