@@ -54,7 +54,7 @@ HARDEN_LINK := -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps module ldap-library cli helper locker man completions test demo bench race fuzz killsweep faults valgrind timing tsan \
+.PHONY: all build deps module ldap-library cli helper locker man completions test demo bench gesture-eval race fuzz killsweep faults valgrind timing tsan \
 	install install-files install-packages uninstall deb deb-test clean
 
 all: build
@@ -208,6 +208,15 @@ bench: build timing
 	$(SWIFT) build -c release --product gesture-bench
 	$(HERMETIC) --label bench -- bash scripts/bench.sh
 	.build/release/gesture-bench
+
+# The workload table of issue 13 (simulated genuine users and attackers, baseline and
+# version-2 matcher), an ROC curve in build/gesture-roc.svg, and a smaller replay of the same
+# attempts through libpam and build/pam_puff.so (scripts/gesture-eval.sh). Figures, not a test.
+gesture-eval: module
+	$(SWIFT) build -c release --product gesture-eval
+	$(SWIFT) build --product puff-enroll
+	$(SWIFT) build --product puff-pam-harness
+	PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/gesture-eval.sh
 
 # Simultaneous attempts on one user through Puff and pam_faillock, counted side by side.
 race: module

@@ -76,6 +76,8 @@ let package = Package(
         ]),
         // `make bench`: gesture verification time against input size.
         .executableTarget(name: "gesture-bench", dependencies: ["PuffCore"]),
+        // `make gesture-eval`: the simulated workloads of issue 13 through the matcher, and an ROC curve.
+        .executableTarget(name: "gesture-eval", dependencies: ["PuffCore"]),
         // A small PAM application in C, used by the integration tests and the benchmark:
         // pam_start_confdir with a scripted conversation, like a real login program.
         .executableTarget(name: "puff-pam-harness", path: "Tests/Harness",

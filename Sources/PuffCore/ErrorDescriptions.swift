@@ -57,19 +57,6 @@ extension GestureFormatError: CustomStringConvertible {
     }
 }
 
-extension GestureEnrollmentError: CustomStringConvertible {
-    /// The case name, with its values.
-    public var description: String {
-        switch self {
-        case .noParts: "noParts"
-        case .invalidGesture(let problem): "invalidGesture(\(problem))"
-        case .tooComplex: "tooComplex"
-        case .pathTooShort(let part, let rasterPoints): "pathTooShort(part: \(part), rasterPoints: \(rasterPoints))"
-        case .tooSimple: "tooSimple"
-        }
-    }
-}
-
 extension GestureParameterError: CustomStringConvertible {
     /// The case name.
     public var description: String {

@@ -61,6 +61,15 @@ public struct PuffOptions: Equatable, Sendable {
         }
     }
 
+    /// The version-2 recognizer settings for new enrollments: the defaults with their
+    /// distances scaled by `gesture_tolerance` / 4.5 (the default 4.5 % keeps them).
+    public func gestureRecognizerSettings() throws(OptionError) -> GestureRecognizerSettings {
+        guard let settings = GestureRecognizerSettings.scaled(by: gestureTolerancePercent / 4.5) else {
+            throw OptionError(key: "gesture_tolerance", reason: "the gesture tolerance is out of range")
+        }
+        return settings
+    }
+
     /// The defaults.
     public init() {}
 }

@@ -189,9 +189,13 @@ public struct Authenticator {
             }
             if isGesture {
                 guard let template else { return failed("a gesture was sent but none is enrolled") }
-                if let problem = Self.gestureProblem(passcode, template) { return failed(problem) }
+                if let problem = Self.gestureProblem(passcode, template, naming: options.debug) { return failed(problem) }
+                // A version-1 template is migrated after a success, as passcode hashes are rehashed.
+                let upgradedGesture = template.version < GestureTemplate.encodingVersion
+                    ? try GestureSealing.seal(template.upgraded(), for: account, hostKey: hostKey) : nil
                 return try settleSuccess(of: counted.serial, for: account, verified: record, at: started,
-                                         passcode: nil, upgradedHash: nil, failed: failed)
+                                         passcode: nil, upgradedHash: nil, upgradedGesture: upgradedGesture,
+                                         failed: failed)
             }
             guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
             let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
@@ -216,7 +220,7 @@ public struct Authenticator {
 
     /// Step 3 of `attempt`: records the success of the attempt numbered `serial`.
     private func settleSuccess(of serial: UInt64, for account: Account, verified record: UserRecord, at started: Int64,
-                               passcode: StoredPasscode?, upgradedHash: String?,
+                               passcode: StoredPasscode?, upgradedHash: String?, upgradedGesture: String? = nil,
                                failed: (String) -> Outcome) throws(StoreError) -> Outcome {
         try counters.update(account.name) { tally, save throws(StoreError) -> Outcome in
             // The secret must still be the enrolled one: a change or removal during the
@@ -236,6 +240,13 @@ public struct Authenticator {
             if next != tally {
                 try save(next)
                 tally = next
+            }
+            if passcode == nil, let upgradedGesture, var gesture = current.gesture {
+                gesture.sealedTemplate = upgradedGesture
+                var upgraded = current
+                upgraded.gesture = gesture
+                try records.save(upgraded)
+                return .success(rehashed: true)
             }
             guard let passcode, let upgradedHash else { return .success(rehashed: false) }
             var upgraded = current
@@ -329,8 +340,10 @@ public struct Authenticator {
         BootID.current()
     }
 
-    /// Why a serialized gesture does not verify against `template`, or `nil` when it does.
-    static func gestureProblem(_ secret: borrowing SecureBytes, _ template: GestureTemplate) -> String? {
+    /// Why a serialized gesture does not verify against `template`, or `nil` when it does;
+    /// `naming` (the `debug` option) adds the failing part and rule, never a coordinate.
+    static func gestureProblem(_ secret: borrowing SecureBytes, _ template: GestureTemplate,
+                               naming: Bool = false) -> String? {
         secret.withBytes { bytes -> String? in
             let attempt: Gesture
             do throws(GestureFormatError) {
@@ -341,6 +354,7 @@ public struct Authenticator {
             }
             let result = GestureMatcher.verify(template, attempt)
             if result.passed { return nil }
+            if naming, let detail = result.detail { return "gesture did not match (\(detail))" }
             return "gesture did not match" + (result.failure.map { " (\($0))" } ?? "")
         }
     }

@@ -88,35 +88,52 @@ func format(_ milliseconds: Double) -> String {
 
 var random = SplitMix64(state: 1)
 let enrollment = gesture(circlePoints: 120, cornerPoints: 90, jitter: &random)
-let template: GestureTemplate
+let confirmation = gesture(circlePoints: 140, cornerPoints: 100, jitter: &random)
+let templates: [(String, GestureTemplate)]
 do {
-    template = try GestureEnroller.build(from: enrollment)
+    templates = [
+        ("version 1 (raster squares, the old matcher)", try GestureEnroller.build(from: enrollment)),
+        ("version 2 (common shift, place score, DTW)", try GestureEnroller.build(drawings: [enrollment, confirmation])),
+    ]
 } catch {
     fatalError("enrollment failed: \(error)")
 }
-print("template: \(template.parts.map(\.points.count)) stored points (\(template.parts.reduce(0) { $0 + $1.points.count }) in all), \(template.encode().count) bytes encoded")
 
-for total in [1_000, 10_000, 100_000] {
-    // Split the input between the two paths in proportion to their lengths (1131 : 830).
-    let circlePoints = (total - 1) * 1131 / 1961
-    let attempt = gesture(circlePoints: circlePoints, cornerPoints: total - 1 - circlePoints, jitter: &random)
-    let (milliseconds, passed) = millisecondsPerCall { GestureMatcher.verify(template, attempt).passed }
-    print("genuine attempt, \(total) input points: \(format(milliseconds)) ms per verify, passed: \(passed)")
-}
-
-// The worst case an attacker can send: long segments that interpolate to just under the cap.
+// The worst case an attacker can send to version 1: long segments that interpolate to just
+// under the cap; version 2 resamples the raw points, so its worst case is the most raw points.
 let zigzag = (0..<6200).map { GesturePoint(x: $0 % 2 == 0 ? 0 : 1000, y: $0 % 2 == 0 ? 0 : 750) }
-let worst = Gesture(width: 1000, height: 750, parts: [
-    GesturePart(kind: .path, points: zigzag),
-    GesturePart(kind: .tap, points: [GesturePoint(x: 700, y: 150)]),
-    GesturePart(kind: .path, points: corner(90)),
-])
-let (worstMilliseconds, _) = millisecondsPerCall { GestureMatcher.verify(template, worst).passed }
-print("worst case, 6,200-point zigzag (≈ 1.04 M interpolated points): \(format(worstMilliseconds)) ms per verify, failure: \(String(describing: GestureMatcher.verify(template, worst).failure))")
-let overCap = Gesture(width: 1000, height: 750, parts: [
-    GesturePart(kind: .path, points: zigzag + zigzag),
-    GesturePart(kind: .tap, points: [GesturePoint(x: 700, y: 150)]),
-    GesturePart(kind: .path, points: corner(90)),
-])
-let (overMilliseconds, _) = millisecondsPerCall { GestureMatcher.verify(template, overCap).passed }
-print("over the cap, 12,400-point zigzag: \(format(overMilliseconds)) ms per verify, failure: \(String(describing: GestureMatcher.verify(template, overCap).failure))")
+func withPath(_ points: [GesturePoint]) -> Gesture {
+    Gesture(width: 1000, height: 750, parts: [
+        GesturePart(kind: .path, points: points),
+        GesturePart(kind: .tap, points: [GesturePoint(x: 700, y: 150)]),
+        GesturePart(kind: .path, points: corner(90)),
+    ])
+}
+let manyPoints = (0..<1_000_000).map { GesturePoint(x: Double($0 % 1000), y: Double(($0 / 1000) % 750)) }
+
+for (name, template) in templates {
+    print("\n\(name): \(template.parts.map(\.points.count)) stored points, \(template.encode().count) bytes encoded")
+    for total in [1_000, 10_000, 100_000] {
+        // Split the input between the two paths in proportion to their lengths (1131 : 830).
+        let circlePoints = (total - 1) * 1131 / 1961
+        let attempt = gesture(circlePoints: circlePoints, cornerPoints: total - 1 - circlePoints, jitter: &random)
+        let (milliseconds, passed) = millisecondsPerCall { GestureMatcher.verify(template, attempt).passed }
+        print("  genuine attempt, \(total) input points: \(format(milliseconds)) ms per verify, passed: \(passed)")
+    }
+    for (label, attempt) in [("6,200-point zigzag (≈ 1.04 M interpolated points in v1)", withPath(zigzag)),
+                             ("12,400-point zigzag (over v1's interpolation cap)", withPath(zigzag + zigzag)),
+                             ("1,000,000 raw points in one part", withPath(manyPoints))] {
+        let (milliseconds, _) = millisecondsPerCall { GestureMatcher.verify(template, attempt).passed }
+        print("  \(label): \(format(milliseconds)) ms per verify, failure: \(String(describing: GestureMatcher.verify(template, attempt).failure))")
+    }
+    // The part count must not show in the time: attempts of 1, 3 and 16 taps.
+    var line = "  taps only, 1 / 3 / 16 parts (wrong count except 3):"
+    for count in [1, 3, 16] {
+        let attempt = Gesture(width: 1000, height: 750, parts: (0..<count).map { index in
+            GesturePart(kind: .tap, points: [GesturePoint(x: 50 + 50 * Double(index), y: 300)])
+        })
+        let (milliseconds, _) = millisecondsPerCall { GestureMatcher.verify(template, attempt).passed }
+        line += " \(format(milliseconds)) ms"
+    }
+    print(line)
+}

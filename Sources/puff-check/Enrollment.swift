@@ -172,11 +172,11 @@ enum Enrollment {
                 return .failure(RuleError("the picture is neither PNG nor JPEG"))
             }
             // One typed catch per step (Embedded Swift has no untyped `any Error`).
-            let parameters: GestureParameters
+            let settings: GestureRecognizerSettings
             let first: Gesture, second: Gesture
             let template: GestureTemplate
-            do {
-                parameters = try options.gestureParameters()
+            do throws(OptionError) {
+                settings = try options.gestureRecognizerSettings()
             } catch {
                 return .failure(RuleError("gesture refused: \(error)"))
             }
@@ -189,13 +189,10 @@ enum Enrollment {
             guard first.width == second.width, first.height == second.height else {
                 return .failure(RuleError("the two gestures are for different picture sizes"))
             }
-            do {
-                template = try GestureEnroller.build(from: first, parameters: parameters)
+            do throws(GestureEnrollmentError) {
+                template = try GestureEnroller.build(drawings: [first, second], settings: settings)
             } catch {
                 return .failure(RuleError("gesture refused: \(error)"))
-            }
-            guard GestureMatcher.verify(template, second).passed else {
-                return .failure(RuleError("the confirmation does not match the first gesture"))
             }
             return .success(.gesture(template, picture))
         }

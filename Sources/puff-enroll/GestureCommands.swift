@@ -10,9 +10,12 @@ struct GestureCommand: ParsableCommand {
         abstract: "Enroll a picture gesture: draw it once to define it, once more to confirm it.",
         discussion: """
         Each gesture is one line in Puff's wire format (docs/gesture-format.md), read from the \
-        terminal without echo or, with --stdin, as two lines of standard input. The confirmation \
-        must verify against the template built from the first, exactly as a login would. The \
-        picture (PNG or JPEG) is copied into the store; coordinates are its pixels.
+        terminal without echo or, with --stdin, as lines of standard input. The confirmation \
+        must verify against the first drawing, exactly as a login would; when the two differ a \
+        lot a third drawing is asked for (a third line with --stdin). How far each part of the \
+        confirmations lies from the definition is stored as that part's spread. A single tap, a \
+        short single stroke and parts all in one spot are refused. The picture (PNG or JPEG) is \
+        copied into the store; coordinates are its pixels.
         """
     )
 
@@ -34,13 +37,11 @@ struct GestureCommand: ParsableCommand {
             let options = try store.load()
             let account = try Command.account(user)
             let image = try Picture.load(picture)
-            let parameters = try options.gestureParameters()
-            let (template, _) = try define(width: image.width, height: image.height, parameters: parameters)
-            _ = try confirm(template)
+            let settings = try options.gestureRecognizerSettings()
+            let (template, _) = try drawings(width: image.width, height: image.height, settings: settings, third: true)
             try Authenticator(options: options).storeGesture(template, picture: image.bytes, for: account)
             Command.audit("gesture of user \(account.name) set by uid \(getuidValue())")
-            let points = template.parts.reduce(0) { $0 + $1.points.count }
-            Terminal.say("Gesture for \(account.name) saved (\(template.parts.count) parts, \(points) raster points, picture \(image.width)x\(image.height)).")
+            Terminal.say("Gesture for \(account.name) saved (\(template.parts.count) parts, picture \(image.width)x\(image.height)).")
             let stored = options.directory.isEnabled
                 ? try Authenticator(options: options).fleetStatus(of: account)?.record  // fleet mode
                 : try RecordStore(directory: options.recordDirectory).load(account)
@@ -60,11 +61,12 @@ struct GestureCommand: ParsableCommand {
         let report = try service.query()
         let proof = try service.readProof(report, account: account, fromStdin: stdin)
         let image = try Picture.load(picture)
-        let parameters = try PuffOptions().gestureParameters()
+        let settings = try PuffOptions().gestureRecognizerSettings()
         // Checked here for a clear message; the helper checks again with the store's settings.
-        let (template, first) = try define(width: image.width, height: image.height, parameters: parameters)
-        let defineWire = GestureWire.serialize(first)
-        let confirmWire = GestureWire.serialize(try confirm(template))
+        // The helper takes two drawings, so no third is asked for here.
+        let (_, drawn) = try drawings(width: image.width, height: image.height, settings: settings, third: false)
+        let defineWire = GestureWire.serialize(drawn[0])
+        let confirmWire = GestureWire.serialize(drawn[1])
         try proof.withBytes { proofBytes in
             try defineWire.withUnsafeBytes { defineBytes in
                 try confirmWire.withUnsafeBytes { confirmBytes in
@@ -94,24 +96,34 @@ struct GestureCommand: ParsableCommand {
         }
     }
 
-    private func define(width: Int, height: Int, parameters: GestureParameters) throws -> (GestureTemplate, Gesture) {
-        let gesture = try readGesture("Gesture (define): ")
-        guard gesture.width == width, gesture.height == height else {
-            throw Failure(ExitCodes.refused, "the gesture is for a \(gesture.width)x\(gesture.height) picture, but the picture is \(width)x\(height)")
+    /// Reads the definition and the confirmation (and, when `third` and they differ a lot, a
+    /// third drawing) and builds the template from them.
+    private func drawings(width: Int, height: Int, settings: GestureRecognizerSettings,
+                          third: Bool) throws -> (GestureTemplate, [Gesture]) {
+        let first = try readGesture("Gesture (define): ")
+        guard first.width == width, first.height == height else {
+            throw Failure(ExitCodes.refused, "the gesture is for a \(first.width)x\(first.height) picture, but the picture is \(width)x\(height)")
         }
+        var drawn = [first]
+        // Strength first, so a weak gesture is refused before it is drawn again.
+        _ = try build(drawn, settings: settings)
+        drawn.append(try readGesture("Gesture (confirm): "))
+        if third, GestureEnroller.differsALot(first, drawn[1], settings: settings) {
+            Terminal.say("The two drawings differ a lot; draw the gesture once more.")
+            drawn.append(try readGesture("Gesture (once more): "))
+        }
+        return (try build(drawn, settings: settings), drawn)
+    }
+
+    private func build(_ drawn: [Gesture], settings: GestureRecognizerSettings) throws -> GestureTemplate {
         do {
-            return (try GestureEnroller.build(from: gesture, parameters: parameters), gesture)
+            return try GestureEnroller.build(drawings: drawn, settings: settings)
+        } catch .confirmationMismatch(let detail) {
+            let why = detail.map { " (\($0))" } ?? ""
+            throw Failure(ExitCodes.refused, "the confirmation does not match the first gesture\(why); nothing was changed")
         } catch {
             throw Failure(ExitCodes.refused, "gesture refused: \(error)")
         }
-    }
-
-    private func confirm(_ template: GestureTemplate) throws -> Gesture {
-        let gesture = try readGesture("Gesture (confirm): ")
-        guard GestureMatcher.verify(template, gesture).passed else {
-            throw Failure(ExitCodes.refused, "the confirmation does not match the first gesture; nothing was changed")
-        }
-        return gesture
     }
 }
 

@@ -64,25 +64,29 @@ final class GesturePad {
 
     private func handle(_ event: InputEvent) -> Outcome? {
         switch event {
-        case .press(let column, let row):
+        case .press(let column, let row, let within):
             guard let layout, layout.contains(column: column, row: row) else { return nil }
             guard parts.count < GestureLimits.maximumParts else {
                 show("A gesture has at most \(GestureLimits.maximumParts) parts.")
                 return nil
             }
             drawing = true
-            stroke = [layout.point(column: column, row: row)]
+            stroke = [layout.point(column: column, row: row, within: within)]
             var frame = Frame()
             drawStroke(stroke, index: parts.count, kind: .path, into: &frame)
             frame.send(to: session)
-        case .drag(let column, let row):
+        case .drag(let column, let row, let within):
             guard drawing, let layout else { return nil }
-            extend(to: layout.point(column: column, row: row))
-        case .release(let column, let row):
+            extend(to: layout.point(column: column, row: row, within: within))
+        case .release(let column, let row, let within):
             guard drawing, let layout else { return nil }
-            extend(to: layout.point(column: column, row: row))
+            extend(to: layout.point(column: column, row: row, within: within))
             drawing = false
-            let part = GesturePart(kind: stroke.count == 1 ? .tap : .path, points: stroke)
+            // Pixel reports see a tap's tremble: a stroke that never left its first cell is a tap.
+            let first = stroke[0]
+            let cell = layout.cellSize
+            let stayed = stroke.allSatisfy { abs($0.x - first.x) < cell.width && abs($0.y - first.y) < cell.height }
+            let part = stayed ? GesturePart(kind: .tap, points: [first]) : GesturePart(kind: .path, points: stroke)
             stroke = []
             parts.append(part)
             var frame = Frame()
@@ -109,6 +113,8 @@ final class GesturePad {
             if passcodeAllowed { return .passcode(firstCharacter: nil) }
         case .character(let byte):
             if passcodeAllowed { return .passcode(firstCharacter: byte) }
+        case .pixelReports, .cellPixels:
+            break  // answered by the session
         }
         return nil
     }

@@ -85,7 +85,7 @@ final class PasscodeEntry {
                 case .suspend:
                     session.suspend()
                     redraw()
-                case .release(let column, let row):
+                case .release(let column, let row, _):
                     guard let key = key(at: column, row: row) else { continue }
                     switch key {
                     case "<": secret.removeLast()
@@ -95,7 +95,7 @@ final class PasscodeEntry {
                         if let fixedLength, secret.count == fixedLength { return .entered(secret) }
                     }
                     redraw()
-                case .press, .drag, .tab:
+                case .press, .drag, .tab, .pixelReports, .cellPixels:
                     continue
                 }
             }

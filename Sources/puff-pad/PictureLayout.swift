@@ -3,9 +3,10 @@ import PuffCore
 /// Where the picture sits on the screen and how cells map to picture pixels.
 ///
 /// The picture fills exactly `columns` × `rows` cells from (`left`, `top`), so cell (c, r) of
-/// the picture covers pixels [c·W/columns, (c+1)·W/columns) × [r·H/rows, (r+1)·H/rows). A mouse
-/// report names a whole cell, and the pad sends the pixel at the cell's centre: the error is
-/// at most half a cell in each direction.
+/// the picture covers pixels [c·W/columns, (c+1)·W/columns) × [r·H/rows, (r+1)·H/rows). A cell
+/// mouse report names a whole cell, and the pad sends the pixel at the cell's centre: the error
+/// is at most half a cell in each direction. A pixel report (SGR-Pixels, mode 1016) also says
+/// where inside the cell, and the pad sends that point.
 struct PictureLayout: Equatable {
     let left: Int
     let top: Int
@@ -26,11 +27,13 @@ struct PictureLayout: Equatable {
 
     /// The picture pixel at the centre of a screen cell; cells off the picture are first moved
     /// to the nearest picture cell (a stroke that leaves the picture follows its edge).
-    func point(column: Int, row: Int) -> GesturePoint {
+    func point(column: Int, row: Int, within: CellOffset = .centre) -> GesturePoint {
         let c = min(max(column - left, 0), columns - 1)
         let r = min(max(row - top, 0), rows - 1)
+        let fx = min(max(within.x, 0), 1), fy = min(max(within.y, 0), 1)
         let cell = cellSize
-        return GesturePoint(x: round3((Double(c) + 0.5) * cell.width), y: round3((Double(r) + 0.5) * cell.height))
+        return GesturePoint(x: round3(min(Double(pictureWidth), (Double(c) + fx) * cell.width)),
+                            y: round3(min(Double(pictureHeight), (Double(r) + fy) * cell.height)))
     }
 
     /// The screen cell showing a picture pixel.

@@ -81,7 +81,31 @@ final class TerminalSession {
         _ = tcsetattr(fd, TCSAFLUSH, &raw)
         TerminalRestore.isRaw = 1
         write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[?2004l\u{1B}[?1000h\u{1B}[?1002h\u{1B}[?1006h\u{1B}[2J")
+        // Pixel-precise reports (SGR-Pixels, mode 1016) where the terminal has them: ask
+        // whether it knows the mode, then its cell size, and only then switch the mode on, so
+        // a report is never read in the wrong unit. Without answers the reports stay in cells.
+        decoder.cellSize = nil
+        write("\u{1B}[?1016$p")
         isActive = true
+    }
+
+    /// Acts on the terminal's answers to the mode-1016 and cell-size queries; other events
+    /// are passed on.
+    private func absorbAnswers(_ events: [InputEvent]) -> [InputEvent] {
+        events.filter { event in
+            switch event {
+            case .pixelReports(let supported):
+                if supported { write("\u{1B}[16t") }
+                return false
+            case .cellPixels(let width, let height):
+                let first = decoder.cellSize == nil
+                decoder.cellSize = (width, height)
+                if first { write("\u{1B}[?1016h") }
+                return false
+            default:
+                return true
+            }
+        }
     }
 
     /// Puts the terminal back exactly as it was found.
@@ -126,7 +150,10 @@ final class TerminalSession {
             if !pending.isEmpty { return .input(pending.removeFirst()) }
             if let signal = TerminalRestore.takeSignal() {
                 switch signal {
-                case SIGWINCH: return .redraw
+                case SIGWINCH:
+                    // The cell size may have changed with the window (a font change).
+                    if decoder.cellSize != nil { write("\u{1B}[16t") }
+                    return .redraw
                 case SIGTSTP:
                     suspend()
                     return .redraw
@@ -150,7 +177,7 @@ final class TerminalSession {
                 return .terminate(SIGHUP)
             }
             if ready == 0 {
-                pending += decoder.flush()
+                pending += absorbAnswers(decoder.flush())
                 continue
             }
             if fds[1].revents & Int16(POLLIN) != 0 { TerminalRestore.drainSignals() }
@@ -160,7 +187,7 @@ final class TerminalSession {
                 if got < 0 && (errno == EINTR || errno == EAGAIN) { continue }
                 // The terminal hung up (SSH connection dropped): like SIGHUP.
                 if got <= 0 { return .terminate(SIGHUP) }
-                pending += decoder.feed(buffer[0..<got])
+                pending += absorbAnswers(decoder.feed(buffer[0..<got]))
                 for index in buffer.indices { buffer[index] = 0 }
             }
         }

@@ -71,8 +71,12 @@ struct GestureLoginTests {
         let user = try TestUsers.ensure("puff-it-alice")
         let fixture = try Fixture(moduleArguments: "deny=100")
         try enrolled(fixture, user)
-        // Tolerance is 4.5 % of 400 px = 18 px, centred: ±9 px. A 15 px shift is outside.
-        let shifted = Self.wire(Self.genuine) { x, y in (x + 15, y) }
+        // Version 2 forgives a common shift of a few percent (a redraw that moved as a whole)
+        // but not 40 px (10 % of the picture), nor one part moved 30 px on its own.
+        let shifted = Self.wire(Self.genuine) { x, y in (x + 40, y) }
+        var tapMoved = Self.genuine
+        tapMoved[2].points = [(330, 80)]
+        let onePartMoved = Self.wire(tapMoved)
         // Backwards: every part reversed.
         let backwards = Self.wire(Self.genuine.map { ($0.kind, Array($0.points.reversed())) })
         // A scribble over the whole picture in each path part (hits everything, far too many points).
@@ -84,7 +88,7 @@ struct GestureLoginTests {
         let otherSize = Self.wire(Self.genuine, width: 800, height: 600)
         let malformed = "puff-gesture:1:400x300:p 1,1;;t 2,2"
         let outside = "puff-gesture:1:400x300:t 401,2"
-        let attempts = [shifted, backwards, scribble, reordered, missing, otherSize, malformed, outside]
+        let attempts = [shifted, onePartMoved, backwards, scribble, reordered, missing, otherSize, malformed, outside]
         for (index, attempt) in attempts.enumerated() {
             let result = try fixture.authenticate(user, replies: [attempt])
             #expect(result.status == PAMCode.authError, "attempt \(index)")

@@ -305,6 +305,31 @@ struct AuthenticatorTests {
         _ = try authenticator.subject(for: "root")
         #expect(try records.loadPicture(account.name) == second)
     }
+
+    @Test("a version-1 gesture template logs in and is migrated to version 2 by that success")
+    func versionOneMigrates() throws {
+        let scratch = try ScratchDirectory()
+        var debugOptions = options(scratch)
+        debugOptions.debug = true
+        let authenticator = Authenticator(options: debugOptions, now: { Self.start })
+        let account = try root()
+        let wire = "puff-gesture:1:400x300:p 10,10 200,10 200,200;t 300,80"
+        let old = try GestureEnroller.build(from: try GestureWire.parse(Array(wire.utf8)))
+        #expect(old.version == 1)
+        try authenticator.storeGesture(old, picture: [0x89, 0x50, 1, 2, 3], for: account)
+        #expect(try attempt(authenticator, wire) == .success(rehashed: true))
+        let migrated = try #require(try authenticator.openGesture(of: account)).template
+        #expect(migrated.version == 2)
+        #expect(migrated == old.upgraded())
+        #expect(try attempt(authenticator, wire) == .success(rehashed: false))
+        // With debug the log detail names the failing part and rule, and no coordinate.
+        let outcome = try attempt(authenticator, "puff-gesture:1:400x300:p 10,10 200,10 200,200;t 360,80")
+        guard case .failure(_, _, let detail) = outcome else {
+            Issue.record("expected a failure, got \(outcome)")
+            return
+        }
+        #expect(detail == "gesture did not match (part 2: tap distance)")
+    }
 }
 
 

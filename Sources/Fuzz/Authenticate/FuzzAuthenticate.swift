@@ -48,7 +48,7 @@ final class FuzzStore: @unchecked Sendable {
         authenticator = Authenticator(options: options)
         counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: 5)
         guard let gesture = try? GestureWire.parse(gestureMessage),
-              let template = try? GestureEnroller.build(from: gesture),
+              let template = try? GestureEnroller.build(drawings: [gesture, gesture]),
               let root = try? Account.lookup("root"), let daemon = try? Account.lookup("daemon"),
               let secret = secure(passcode) else { return nil }
         self.template = template

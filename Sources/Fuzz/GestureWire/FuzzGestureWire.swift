@@ -15,10 +15,17 @@ let fixedTemplate: GestureTemplate? = {
     return try? GestureEnroller.build(from: gesture)
 }()
 
+/// The same gesture as a version-2 template (what enrollment writes today).
+let fixedTemplateV2: GestureTemplate? = {
+    let message = Array("puff-gesture:1:1000x750:p 100,120 300,140 500,200;t 500,400;p 800,100 800,600".utf8)
+    guard let gesture = try? GestureWire.parse(message) else { return nil }
+    return try? GestureEnroller.build(drawings: [gesture, gesture])
+}()
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzGestureWire(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let input = Fuzz.input(data, size)
-    guard let template = fixedTemplate else {
+    guard let template = fixedTemplate, let templateV2 = fixedTemplateV2 else {
         Fuzz.require(false, "the fixed template does not build")
         return 0
     }
@@ -39,6 +46,11 @@ public func fuzzGestureWire(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
     let result = GestureMatcher.verify(template, gesture)
     Fuzz.require(!result.passed || sizeMatches, "a gesture of another picture size passed")
     Fuzz.require(result.passed == (result.failure == nil), "passed and failure disagree")
+    let resultV2 = GestureMatcher.verify(templateV2, gesture)
+    Fuzz.require(!resultV2.passed || sizeMatches, "a gesture of another picture size passed (v2)")
+    Fuzz.require(resultV2.passed == (resultV2.failure == nil), "passed and failure disagree (v2)")
+    Fuzz.require(resultV2.passed || resultV2.failure != .partMismatch || resultV2.detail != nil,
+                 "a v2 part mismatch without a part and rule")
 
     // Enrolling the attempt itself exercises interpolation and rasterization on hostile input.
     if let own = try? GestureEnroller.build(from: gesture) {
@@ -46,6 +58,12 @@ public func fuzzGestureWire(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
         let onlyTaps = gesture.parts.allSatisfy { $0.kind == .tap }
         Fuzz.require(selfCheck.passed || !onlyTaps,
                      "taps do not verify against their own template: \(String(describing: selfCheck.failure))")
+    }
+    // Version 2: a gesture that enrolls always verifies against its own template, and the
+    // template survives its encoding.
+    if let own = try? GestureEnroller.build(drawings: [gesture, gesture]) {
+        Fuzz.require(GestureMatcher.verify(own, gesture).passed, "a drawing does not verify against its own v2 template")
+        Fuzz.require((try? GestureTemplate.decode(own.encode())) == own, "a v2 template does not survive its encoding")
     }
     return 0
 }

@@ -45,11 +45,13 @@ enum Replay {
             ]
             for (name, message) in gestures {
                 guard let gesture = try? GestureWire.parse(Array(message.utf8)),
-                      let template = try? GestureEnroller.build(from: gesture) else {
+                      let template = try? GestureEnroller.build(from: gesture),
+                      let templateV2 = try? GestureEnroller.build(drawings: [gesture, gesture]) else {
                     Fuzz.require(false, "seed \(name) does not enroll")
                     return
                 }
                 Fuzz.writeFile(arguments[2] + "/" + name, template.encode())
+                Fuzz.writeFile(arguments[2] + "/" + name + "-v2", templateV2.encode())
             }
             return
         }

@@ -67,6 +67,105 @@ public enum GestureEnroller {
                                storedPoints: storedPoints, kinds: gesture.parts.map { $0.kind }, scale: scale)
     }
 
+    /// Shortest path of a version-2 template, in fractions of the longest side: a shorter
+    /// stroke is a smudge that one tap-sized guess covers, and its direction means little.
+    public static let minimumPathLength = 0.06
+    /// Shortest single path when the gesture has one part: a stroke that long has a start,
+    /// a shape and a direction to match (≈ the old eight raster points).
+    public static let minimumSinglePathLength = 0.25
+    /// Smallest spread of a gesture's parts (the diagonal of the box around every point, in
+    /// fractions of the longest side): parts all in one spot make one guess cover them all.
+    public static let minimumGestureSpan = 0.12
+    /// A part whose confirmation lies farther than this share of its tolerance from the
+    /// definition counts as "differs a lot": enrollment then asks for a third drawing.
+    public static let thirdDrawingShare = 0.8
+
+    /// Builds a version-2 template from `drawings`: the first defines the gesture, the
+    /// others (confirmations, at least one) must verify against it and teach each part's
+    /// spread, the largest distance of a confirmation to the definition (rounded to
+    /// millionths, as stored).
+    ///
+    /// Refuses, with a reason the user can act on: a single tap, parts all in one spot, a
+    /// path shorter than `minimumPathLength`, a single path shorter than
+    /// `minimumSinglePathLength`, and confirmations that do not match the definition.
+    public static func build(drawings: [Gesture],
+                             settings: GestureRecognizerSettings = .standard) throws(GestureEnrollmentError) -> GestureTemplate {
+        guard let definition = drawings.first else { throw .noParts }
+        let template = try define(definition, settings: settings)
+        var spreads = Array(repeating: 0.0, count: template.parts.count)
+        for drawing in drawings.dropFirst() {
+            let result = GestureMatcher.verify(template, drawing)
+            guard result.passed, result.parts.count == template.parts.count else {
+                throw .confirmationMismatch(result.detail)
+            }
+            for (index, part) in result.parts.enumerated() {
+                spreads[index] = max(spreads[index], part.distance)
+            }
+        }
+        let rounded = spreads.map { Double(GestureRounding.nearest($0 * 1_000_000) ?? 0) / 1_000_000 }
+        return GestureTemplate(checkedWidth: template.width, height: template.height, settings: settings,
+                               storedPoints: template.storedPoints, kinds: template.parts.map { $0.kind },
+                               spreads: rounded.map { min(1, max(0, $0)) }, scale: template.scale)
+    }
+
+    /// Whether `confirmation` passes against the template of `definition` but some part lies
+    /// farther than `thirdDrawingShare` of its tolerance: the two differ a lot, and a third
+    /// drawing tells whether the user is inconsistent or made a slip.
+    public static func differsALot(_ definition: Gesture, _ confirmation: Gesture,
+                                   settings: GestureRecognizerSettings = .standard) -> Bool {
+        guard let template = try? define(definition, settings: settings) else { return false }
+        let result = GestureMatcher.verify(template, confirmation)
+        return result.passed && result.parts.contains {
+            $0.placeScore > 4
+                || $0.shapeDistance > thirdDrawingShare * settings.shapeTolerance
+        }
+    }
+
+    /// The version-2 template of one drawing, without learned spreads, after the strength checks.
+    static func define(_ gesture: Gesture, settings: GestureRecognizerSettings) throws(GestureEnrollmentError) -> GestureTemplate {
+        guard !gesture.parts.isEmpty else { throw .noParts }
+        do {
+            try gesture.validate()
+        } catch {
+            throw .invalidGesture(error)
+        }
+        guard let scale = GestureScale(width: gesture.width, height: gesture.height, parameters: .standard) else {
+            throw .invalidGesture(.badSize)
+        }
+        let drawn = try milliParts(of: gesture)
+        guard drawn.reduce(0, { $0 + $1.count }) <= GestureLimits.maximumInterpolatedPoints else { throw .tooComplex }
+        let longest = Double(max(scale.width, scale.height))
+        var storedPoints: [[GestureMilliPoint]] = []
+        var everything: [GestureUnitPoint] = []
+        var longestPath = 0.0
+        for (index, (part, points)) in zip(gesture.parts, drawn).enumerated() {
+            let units = points.map { GestureUnitPoint(x: Double($0.x) / longest, y: Double($0.y) / longest) }
+            everything.append(contentsOf: units)
+            switch part.kind {
+            case .tap:
+                storedPoints.append(points)
+            case .path:
+                let resampled = GestureShape.resample(units)
+                let length = GestureShape.length(resampled)
+                guard length >= minimumPathLength else {
+                    throw .pathTooShort(part: index, rasterPoints: 0)
+                }
+                longestPath = max(longestPath, length)
+                storedPoints.append(resampled.map { scale.milliPoint($0) })
+            }
+        }
+        if gesture.parts.count == 1 {
+            guard gesture.parts[0].kind == .path, longestPath >= minimumSinglePathLength else { throw .tooSimple }
+        }
+        let span = GestureShape.extent(everything)
+        guard GestureShape.squareRoot(span.width * span.width + span.height * span.height) >= minimumGestureSpan else {
+            throw .allInOneSpot
+        }
+        return GestureTemplate(checkedWidth: gesture.width, height: gesture.height, settings: settings,
+                               storedPoints: storedPoints, kinds: gesture.parts.map { $0.kind },
+                               spreads: Array(repeating: 0, count: gesture.parts.count), scale: scale)
+    }
+
     /// The parts of a validated gesture in milli-pixels.
     static func milliParts(of gesture: Gesture) throws(GestureEnrollmentError) -> [[GestureMilliPoint]] {
         var result: [[GestureMilliPoint]] = []
@@ -93,6 +192,27 @@ public enum GestureEnrollmentError: Error, Equatable, Sendable {
     case tooComplex
     /// Path `part` (counted from 0) rasterizes to fewer than `minimumPathPoints` points.
     case pathTooShort(part: Int, rasterPoints: Int)
-    /// Fewer than `minimumParts` parts and fewer than `minimumSinglePathPoints` points.
+    /// Fewer than `minimumParts` parts and fewer than `minimumSinglePathPoints` points
+    /// (version 2: a single tap, or a single path shorter than `minimumSinglePathLength`).
     case tooSimple
+    /// Version 2: every part lies within `minimumGestureSpan` of the others.
+    case allInOneSpot
+    /// Version 2: a confirmation does not match the definition (the part and rule when known).
+    case confirmationMismatch(GestureFailureDetail?)
+}
+
+extension GestureEnrollmentError: CustomStringConvertible {
+    /// A sentence the person enrolling can act on.
+    public var description: String {
+        switch self {
+        case .noParts: "the gesture has no parts"
+        case .invalidGesture(let error): "the gesture is not valid (\(error))"
+        case .tooComplex: "the gesture has too many points"
+        case .pathTooShort(let part, _): "stroke \(part + 1) is too short; draw strokes of at least 6 % of the picture"
+        case .tooSimple: "a single tap or a short single stroke is too easy to guess; add parts (taps, lines, circles)"
+        case .allInOneSpot: "all parts are in one spot; spread them over the picture"
+        case .confirmationMismatch(let detail?): "the confirmation does not match the first drawing (\(detail))"
+        case .confirmationMismatch(nil): "the confirmation does not match the first drawing"
+        }
+    }
 }

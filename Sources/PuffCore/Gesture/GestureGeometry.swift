@@ -58,6 +58,19 @@ struct GestureScale: Sendable {
         step = max(1, raster / 4)
     }
 
+    /// A point in fractions of the longest side turned into milli-pixels, clamped into the picture.
+    func milliPoint(_ point: GestureUnitPoint) -> GestureMilliPoint {
+        let longest = Double(max(width, height))
+        func clamp(_ value: Double, _ limit: Int) -> Int {
+            guard value.isFinite else { return 0 }
+            let scaled = value * longest
+            if scaled <= 0 { return 0 }
+            if scaled >= Double(limit) { return limit }
+            return GestureRounding.nearest(scaled) ?? 0
+        }
+        return GestureMilliPoint(x: clamp(point.x, width), y: clamp(point.y, height))
+    }
+
     /// Whether `point` lies in the picture, edges included.
     func contains(_ point: GestureMilliPoint) -> Bool {
         point.x >= 0 && point.y >= 0 && point.x <= width && point.y <= height

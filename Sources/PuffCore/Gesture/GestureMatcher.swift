@@ -35,6 +35,7 @@ public enum GestureMatcher {
         guard attempt.width == template.width, attempt.height == template.height else {
             return GestureMatchResult(failure: .pictureSizeMismatch)
         }
+        if template.version >= 2 { return GestureRecognizer.verify(template, attempt) }
         guard attempt.parts.count == template.storedPoints.count else {
             return GestureMatchResult(failure: .partCountMismatch)
         }
@@ -74,7 +75,11 @@ public enum GestureMatcher {
             }
         }
         let passed = diagnostics.allSatisfy { $0.passed }
-        return GestureMatchResult(passed: passed, failure: passed ? nil : .partMismatch, parts: diagnostics)
+        let detail = diagnostics.enumerated().first { !$0.element.passed }.flatMap { index, part in
+            part.failedRule.map { GestureFailureDetail(part: index + 1, rule: $0) }
+        }
+        return GestureMatchResult(passed: passed, failure: passed ? nil : .partMismatch, parts: diagnostics,
+                                  detail: detail)
     }
 
     private static func evaluateTap(stored: [GestureMilliPoint], input: [GestureMilliPoint],
@@ -127,12 +132,17 @@ public struct GestureMatchResult: Equatable, Sendable {
     public let failure: GestureMatchFailure?
     /// One entry per part when the parts were compared; empty otherwise.
     public let parts: [GesturePartDiagnostics]
+    /// The first failing part and the rule it broke (part 0: the whole gesture), for debug
+    /// logs; nil when the attempt passed or failed before the parts were compared.
+    public let detail: GestureFailureDetail?
 
     /// A result after the parts were compared.
-    init(passed: Bool, failure: GestureMatchFailure?, parts: [GesturePartDiagnostics]) {
+    init(passed: Bool, failure: GestureMatchFailure?, parts: [GesturePartDiagnostics],
+         detail: GestureFailureDetail? = nil) {
         self.passed = passed
         self.failure = failure
         self.parts = parts
+        self.detail = detail
     }
 
     /// A failure found before any part was compared.
@@ -176,8 +186,41 @@ public struct GesturePartDiagnostics: Equatable, Sendable {
     public let rasterLimit: Int
     /// Whether the order check passed: `orderedHits >= requiredHits`.
     public let orderOK: Bool
-    /// Whether the part passed: same kind, enough hits, within the limit, in order.
+    /// Whether the part passed: same kind, enough hits, within the limit, in order
+    /// (version 2: same kind, within its tolerance and the overflow).
     public let passed: Bool
+    /// Version 2: the root-mean-square distance to the stored part, in fractions of the
+    /// longest side, once the common shift is taken out (0 for version 1).
+    public let distance: Double
+    /// Version 2: the part's tolerance for `distance` (0 for version 1).
+    public let tolerance: Double
+    /// Version 2: the root-mean-square distance between the part's shape and the stored
+    /// one, each on its own centroid (0 for version 1 and for taps).
+    public let shapeDistance: Double
+    /// Version 2: the part's share of the place score (its squared distance over its scale).
+    public let placeScore: Double
+    /// The rule the part broke, or nil when it passed.
+    public let failedRule: GestureRule?
+
+    /// Version 2 measurements; counts are 0 and `passed` means no rule was broken.
+    init(storedKind: GesturePartKind, attemptKind: GesturePartKind, distance: Double, placeScore: Double,
+         tolerance: Double, shapeDistance: Double, failedRule: GestureRule?) {
+        self.placeScore = placeScore
+        self.shapeDistance = storedKind == .tap ? 0 : shapeDistance
+        self.storedKind = storedKind
+        self.attemptKind = attemptKind
+        storedCount = 0
+        hitCount = 0
+        requiredHits = 0
+        orderedHits = 0
+        inputRasterCount = 0
+        rasterLimit = 0
+        orderOK = failedRule != .order
+        passed = failedRule == nil
+        self.distance = distance
+        self.tolerance = tolerance
+        self.failedRule = failedRule
+    }
 
     /// Records the measurements and derives `orderOK` and `passed` from them.
     init(storedKind: GesturePartKind, attemptKind: GesturePartKind, storedCount: Int, hitCount: Int,
@@ -193,5 +236,22 @@ public struct GesturePartDiagnostics: Equatable, Sendable {
         orderOK = orderedHits >= requiredHits
         passed = storedKind == attemptKind && hitCount >= requiredHits
             && inputRasterCount <= rasterLimit && orderOK
+        distance = 0
+        tolerance = 0
+        shapeDistance = 0
+        placeScore = 0
+        if storedKind != attemptKind {
+            failedRule = .kind
+        } else if storedKind == .tap, hitCount < requiredHits {
+            failedRule = .tapDistance
+        } else if inputRasterCount > rasterLimit {
+            failedRule = .overflow
+        } else if hitCount < requiredHits {
+            failedRule = .coverage
+        } else if !orderOK {
+            failedRule = .order
+        } else {
+            failedRule = nil
+        }
     }
 }

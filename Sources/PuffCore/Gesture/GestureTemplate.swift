@@ -16,6 +16,14 @@ public struct GestureTemplate: Equatable, Sendable {
     let storedPoints: [[GestureMilliPoint]]
     /// The sizes derived from the picture and the parameters.
     let scale: GestureScale
+    /// The template version: 1 (raster points, hit counting) or 2 (resampled strokes,
+    /// distances after a common shift; see `GestureRecognizer`).
+    public let version: UInt8
+    /// Version 2: the spread of each part learned at enrollment, in fractions of the longest
+    /// side (0 when unknown); empty for version 1.
+    public let spreads: [Double]
+    /// Version 2: the recognizer's thresholds; `.standard` for version 1 (unused there).
+    public let settings: GestureRecognizerSettings
 
     /// Most points in one part; the raster floor keeps real parts far below it (≈ 40,401).
     public static let maximumPointsPerPart = Int(UInt16.max)
@@ -64,7 +72,40 @@ public struct GestureTemplate: Equatable, Sendable {
                   storedPoints: storedPoints, kinds: parts.map { $0.kind }, scale: scale)
     }
 
-    /// Creates a template from points the caller has already checked.
+    /// Creates a version-2 template from stored data, checking a valid picture size, 1…16
+    /// parts, a tap with one point, a path with exactly `GestureShape.samples` points, every
+    /// coordinate in the picture and one finite spread of 0…1 per part.
+    public init(width: Int, height: Int, settings: GestureRecognizerSettings, parts: [GesturePart],
+                spreads: [Double]) throws(GestureTemplateError) {
+        guard let scale = GestureScale(width: width, height: height, parameters: .standard) else {
+            throw .badPictureSize
+        }
+        guard !parts.isEmpty, parts.count <= GestureLimits.maximumParts, spreads.count == parts.count else {
+            throw .badPartCount
+        }
+        var storedPoints: [[GestureMilliPoint]] = []
+        for part in parts {
+            switch part.kind {
+            case .tap: guard part.points.count == 1 else { throw .badPointCount }
+            case .path: guard part.points.count == GestureShape.samples else { throw .badPointCount }
+            }
+            var points: [GestureMilliPoint] = []
+            for point in part.points {
+                guard let converted = GestureMilliPoint(point), scale.contains(converted) else {
+                    throw .badCoordinate
+                }
+                points.append(converted)
+            }
+            storedPoints.append(points)
+        }
+        for spread in spreads {
+            guard spread >= 0, spread <= 1 else { throw .badSpread }
+        }
+        self.init(checkedWidth: width, height: height, settings: settings, storedPoints: storedPoints,
+                  kinds: parts.map { $0.kind }, spreads: spreads, scale: scale)
+    }
+
+    /// Creates a version-1 template from points the caller has already checked.
     init(checkedWidth width: Int, height: Int, parameters: GestureParameters,
          storedPoints: [[GestureMilliPoint]], kinds: [GesturePartKind], scale: GestureScale) {
         self.width = width
@@ -72,16 +113,52 @@ public struct GestureTemplate: Equatable, Sendable {
         self.parameters = parameters
         self.storedPoints = storedPoints
         self.scale = scale
+        self.version = 1
+        self.spreads = []
+        self.settings = .standard
         self.parts = zip(kinds, storedPoints).map { kind, points in
             GesturePart(kind: kind, points: points.map { $0.pixels })
         }
+    }
+
+    /// Creates a version-2 template from points the caller has already checked.
+    init(checkedWidth width: Int, height: Int, settings: GestureRecognizerSettings,
+         storedPoints: [[GestureMilliPoint]], kinds: [GesturePartKind], spreads: [Double], scale: GestureScale) {
+        self.width = width
+        self.height = height
+        self.parameters = .standard
+        self.storedPoints = storedPoints
+        self.scale = scale
+        self.version = 2
+        self.spreads = spreads
+        self.settings = settings
+        self.parts = zip(kinds, storedPoints).map { kind, points in
+            GesturePart(kind: kind, points: points.map { $0.pixels })
+        }
+    }
+
+    /// The version-2 form of a version-1 template (itself when already version 2): each
+    /// path's raster points, in order, resampled along their polyline; no learned spread.
+    /// Login uses it to migrate a record after a success, as passcode hashes are rehashed.
+    public func upgraded(settings: GestureRecognizerSettings = .standard) -> GestureTemplate {
+        guard version == 1 else { return self }
+        let points = zip(parts.map { $0.kind }, storedPoints).map { kind, points -> [GestureMilliPoint] in
+            guard kind == .path else { return points }
+            let longest = Double(max(scale.width, scale.height))
+            let units = points.map { GestureUnitPoint(x: Double($0.x) / longest, y: Double($0.y) / longest) }
+            return GestureShape.resample(units).map { scale.milliPoint($0) }
+        }
+        return GestureTemplate(checkedWidth: width, height: height, settings: settings, storedPoints: points,
+                               kinds: parts.map { $0.kind }, spreads: Array(repeating: 0, count: parts.count),
+                               scale: scale)
     }
 
     /// Templates are equal when their picture, parameters and parts are.
     public static func == (lhs: GestureTemplate, rhs: GestureTemplate) -> Bool {
         lhs.width == rhs.width && lhs.height == rhs.height
             && lhs.parameters == rhs.parameters && lhs.storedPoints == rhs.storedPoints
-            && lhs.parts.map { $0.kind } == rhs.parts.map { $0.kind }
+            && lhs.parts.map { $0.kind } == rhs.parts.map { $0.kind } && lhs.version == rhs.version
+            && lhs.spreads == rhs.spreads && lhs.settings == rhs.settings
     }
 }
 
@@ -111,4 +188,6 @@ public enum GestureTemplateError: Error, Equatable, Sendable {
     case overlappingRaster
     /// Bytes follow the last part.
     case trailingBytes
+    /// A version-2 spread is not a finite number in 0…1.
+    case badSpread
 }

@@ -15,28 +15,55 @@
 ///              2  point count
 ///              8  per point: x, y in thousandths of a pixel, 4 bytes each
 ///
+/// Version 2 (`GestureRecognizer`) has the same frame with other fields:
+///
+///     offset  size  field
+///          0     4  magic "PUFG"
+///          4     1  version = 2
+///          5     4  width in pixels
+///          9     4  height in pixels
+///         13     8  place tolerance   (IEEE 754 binary64 bit pattern)
+///         21     8  shape tolerance   (same)
+///         29     8  shift limit       (same)
+///         37     8  overflow          (same)
+///         45     1  part count, 1…16
+///     then for each part:
+///              1  kind: 1 = tap, 2 = path
+///              4  learned spread in millionths of the longest side, 0…1,000,000
+///              2  point count: 1 for a tap, 32 for a path (resampled along its length)
+///              8  per point: x, y in thousandths of a pixel, 4 bytes each
+///
 /// Another layer seals the bytes with authenticated encryption; the decoder still trusts
 /// nothing and applies every check of `GestureTemplate.init`.
 extension GestureTemplate {
     /// The first four bytes of every encoded template.
     public static let encodingMagic: [UInt8] = Array("PUFG".utf8)
-    /// The encoding version `encode` writes and `decode` reads.
-    public static let encodingVersion: UInt8 = 1
+    /// The newest encoding version: `encode` writes a template's own version, `decode`
+    /// reads 1 and 2.
+    public static let encodingVersion: UInt8 = 2
     /// The longest possible valid encoding: 16 parts of `maximumPointsPerPart` points.
     public static let maximumEncodedSize = 46 + GestureLimits.maximumParts * (3 + maximumPointsPerPart * 8)
 
     /// Encodes the template.
     public func encode() -> [UInt8] {
         var output = Self.encodingMagic
-        output.append(Self.encodingVersion)
+        output.append(version)
         append(UInt64(width.magnitude), byteCount: 4, to: &output)
         append(UInt64(height.magnitude), byteCount: 4, to: &output)
-        for value in [parameters.raster, parameters.tolerance, parameters.minimumHitRatio, parameters.overflow] {
+        let header = version == 1
+            ? [parameters.raster, parameters.tolerance, parameters.minimumHitRatio, parameters.overflow]
+            : [settings.placeTolerance, settings.shapeTolerance, settings.shiftLimit, settings.overflow]
+        for value in header {
             append(value.bitPattern, byteCount: 8, to: &output)
         }
         output.append(UInt8(truncatingIfNeeded: storedPoints.count))
-        for (part, points) in zip(parts, storedPoints) {
+        for (index, (part, points)) in zip(parts, storedPoints).enumerated() {
             output.append(part.kind == .tap ? 1 : 2)
+            if version >= 2 {
+                let spread = index < spreads.count ? spreads[index] : 0
+                append(UInt64(GestureRounding.nearest(spread * 1_000_000).map { max(0, min(1_000_000, $0)) } ?? 0),
+                       byteCount: 4, to: &output)
+            }
             append(UInt64(points.count.magnitude), byteCount: 2, to: &output)
             for point in points {
                 // Valid templates hold 0…10^8 here, well inside 4 bytes.
@@ -59,17 +86,24 @@ extension GestureTemplate {
             guard read == byte else { throw .badMagic }
             reader.advance()
         }
-        guard try read(&reader, byteCount: 1) == UInt64(encodingVersion) else { throw .unsupportedVersion }
+        let version = try read(&reader, byteCount: 1)
+        guard version == 1 || version == 2 else { throw .unsupportedVersion }
         let width = try readInt(&reader, byteCount: 4)
         let height = try readInt(&reader, byteCount: 4)
-        let raster = Double(bitPattern: try read(&reader, byteCount: 8))
-        let tolerance = Double(bitPattern: try read(&reader, byteCount: 8))
-        let minimumHitRatio = Double(bitPattern: try read(&reader, byteCount: 8))
+        let first = Double(bitPattern: try read(&reader, byteCount: 8))
+        let second = Double(bitPattern: try read(&reader, byteCount: 8))
+        let third = Double(bitPattern: try read(&reader, byteCount: 8))
         let overflow = Double(bitPattern: try read(&reader, byteCount: 8))
-        let parameters: GestureParameters
+        var parameters = GestureParameters.standard
+        var settings = GestureRecognizerSettings.standard
         do {
-            parameters = try GestureParameters(raster: raster, tolerance: tolerance,
-                                               minimumHitRatio: minimumHitRatio, overflow: overflow)
+            if version == 1 {
+                parameters = try GestureParameters(raster: first, tolerance: second,
+                                                   minimumHitRatio: third, overflow: overflow)
+            } else {
+                settings = try GestureRecognizerSettings(placeTolerance: first, shapeTolerance: second,
+                                                         shiftLimit: third, overflow: overflow)
+            }
         } catch {
             throw .invalidParameters(error)
         }
@@ -77,12 +111,18 @@ extension GestureTemplate {
         guard partCount >= 1, partCount <= GestureLimits.maximumParts else { throw .badPartCount }
 
         var parts: [GesturePart] = []
+        var spreads: [Double] = []
         for _ in 0..<partCount {
             let kind: GesturePartKind
             switch try read(&reader, byteCount: 1) {
             case 1: kind = .tap
             case 2: kind = .path
             default: throw .badPartKind
+            }
+            if version == 2 {
+                let millionths = try readInt(&reader, byteCount: 4)
+                guard millionths <= 1_000_000 else { throw .badSpread }
+                spreads.append(Double(millionths) / 1_000_000)
             }
             let pointCount = try readInt(&reader, byteCount: 2)
             var points: [GesturePoint] = []
@@ -95,6 +135,9 @@ extension GestureTemplate {
             parts.append(GesturePart(kind: kind, points: points))
         }
         guard reader.isAtEnd else { throw .trailingBytes }
+        if version == 2 {
+            return try GestureTemplate(width: width, height: height, settings: settings, parts: parts, spreads: spreads)
+        }
         return try GestureTemplate(width: width, height: height, parameters: parameters, parts: parts)
     }
 

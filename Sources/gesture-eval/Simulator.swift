@@ -1,0 +1,355 @@
+// The drawing model of issue 13: ideal gestures on a 1000 × 750 picture, genuine redraws
+// with shift, rotation, scale, aim, jitter, speed and trimming, and the attackers' drawings.
+// Everything comes from one seeded generator, so a run is reproducible.
+import Glibc
+import PuffCore
+
+/// SplitMix64: small, fast and good enough for a simulation.
+struct Random {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// Uniform in [low, high).
+    mutating func uniform(_ low: Double, _ high: Double) -> Double {
+        low + (high - low) * Double(next() >> 11) / Double(UInt64(1) << 53)
+    }
+
+    /// Uniform integer in 0..<count.
+    mutating func below(_ count: Int) -> Int {
+        Int(next() % UInt64(count))
+    }
+
+    /// Normal with mean 0 and standard deviation `sigma` (Box–Muller).
+    mutating func gaussian(_ sigma: Double) -> Double {
+        let u = max(uniform(0, 1), 1e-300)
+        let v = uniform(0, 1)
+        return sigma * (-2 * log(u)).squareRoot() * cos(2 * Double.pi * v)
+    }
+}
+
+/// A point in picture pixels.
+struct Point {
+    var x: Double
+    var y: Double
+}
+
+/// One part of an ideal gesture: a tap, or a dense polyline (points ≈ 1 px apart).
+struct IdealPart {
+    var isTap: Bool
+    var points: [Point]
+
+    var centre: Point {
+        let n = Double(points.count)
+        return Point(x: points.reduce(0) { $0 + $1.x } / n, y: points.reduce(0) { $0 + $1.y } / n)
+    }
+}
+
+/// An ideal gesture: what the user means to draw.
+struct IdealGesture {
+    var name: String
+    var parts: [IdealPart]
+}
+
+/// Picture size of the workload.
+let pictureWidth = 1000.0
+let pictureHeight = 750.0
+let longestSide = 1000.0
+
+/// Salient spots of the imaginary picture (faces, eyes, corners of objects): users draw on
+/// them, and the points-of-interest attacker guesses them.
+let salientSpots: [Point] = [
+    Point(x: 180, y: 160), Point(x: 420, y: 120), Point(x: 760, y: 170), Point(x: 880, y: 380),
+    Point(x: 640, y: 330), Point(x: 300, y: 380), Point(x: 140, y: 560), Point(x: 470, y: 600),
+    Point(x: 780, y: 610), Point(x: 560, y: 470), Point(x: 250, y: 270), Point(x: 900, y: 160),
+]
+
+enum Shapes {
+    /// A dense polyline through `corners`.
+    static func polyline(_ corners: [Point]) -> [Point] {
+        var output: [Point] = []
+        for (a, b) in zip(corners, corners.dropFirst()) {
+            let length = ((b.x - a.x) * (b.x - a.x) + (b.y - a.y) * (b.y - a.y)).squareRoot()
+            let steps = max(1, Int(length))
+            for step in 0..<steps {
+                let t = Double(step) / Double(steps)
+                output.append(Point(x: a.x + (b.x - a.x) * t, y: a.y + (b.y - a.y) * t))
+            }
+        }
+        if let last = corners.last { output.append(last) }
+        return output
+    }
+
+    static func line(from a: Point, to b: Point) -> [Point] { polyline([a, b]) }
+
+    /// A circle (or ellipse) from angle `start`, clockwise when `clockwise`, closed.
+    static func circle(centre: Point, rx: Double, ry: Double, start: Double, clockwise: Bool) -> [Point] {
+        let count = 120
+        let corners = (0...count).map { index -> Point in
+            let angle = start + (clockwise ? 1 : -1) * 2 * Double.pi * Double(index) / Double(count)
+            return Point(x: centre.x + rx * cos(angle), y: centre.y + ry * sin(angle))
+        }
+        return polyline(corners)
+    }
+
+    /// An irregular closed outline around `centre` (an object's contour).
+    static func outline(centre: Point, radius: Double, random: inout Random) -> [Point] {
+        let count = 9
+        let start = random.uniform(0, 2 * Double.pi)
+        var corners = (0..<count).map { index -> Point in
+            let angle = start + 2 * Double.pi * Double(index) / Double(count)
+            let r = radius * random.uniform(0.7, 1.2)
+            return Point(x: centre.x + r * cos(angle), y: centre.y + 0.8 * r * sin(angle))
+        }
+        corners.append(corners[0])
+        return polyline(corners)
+    }
+
+    /// A squiggle: a sine wave along a line.
+    static func squiggle(from a: Point, length: Double, angle: Double, waves: Double, amplitude: Double) -> [Point] {
+        let count = 160
+        let corners = (0...count).map { index -> Point in
+            let t = Double(index) / Double(count)
+            let along = t * length
+            let across = amplitude * sin(2 * Double.pi * waves * t)
+            return Point(x: a.x + along * cos(angle) - across * sin(angle),
+                         y: a.y + along * sin(angle) + across * cos(angle))
+        }
+        return polyline(corners)
+    }
+
+    /// A random path part of a random kind around `centre`.
+    static func randomPath(around centre: Point, random: inout Random) -> [Point] {
+        switch random.below(4) {
+        case 0:
+            let angle = random.uniform(0, 2 * Double.pi)
+            let half = random.uniform(60, 200)
+            return line(from: Point(x: centre.x - half * cos(angle), y: centre.y - half * sin(angle)),
+                        to: Point(x: centre.x + half * cos(angle), y: centre.y + half * sin(angle)))
+        case 1:
+            let r = random.uniform(40, 120)
+            return circle(centre: centre, rx: r, ry: r * random.uniform(0.8, 1.1),
+                          start: random.uniform(0, 2 * Double.pi), clockwise: random.below(2) == 0)
+        case 2:
+            return outline(centre: centre, radius: random.uniform(50, 130), random: &random)
+        default:
+            let angle = random.uniform(0, 2 * Double.pi)
+            let length = random.uniform(150, 300)
+            return squiggle(from: Point(x: centre.x - length / 2 * cos(angle), y: centre.y - length / 2 * sin(angle)),
+                            length: length, angle: angle, waves: random.uniform(1.5, 3), amplitude: random.uniform(15, 35))
+        }
+    }
+
+    static func clamp(_ p: Point) -> Point {
+        Point(x: min(max(p.x, 0), pictureWidth), y: min(max(p.y, 0), pictureHeight))
+    }
+
+    static func clampAll(_ points: [Point]) -> [Point] { points.map(clamp) }
+}
+
+/// The ten gestures of the workload.
+func workloadGestures(random: inout Random) -> [IdealGesture] {
+    var gestures: [IdealGesture] = []
+    // Outline + tap + line.
+    gestures.append(IdealGesture(name: "outline+tap+line", parts: [
+        IdealPart(isTap: false, points: Shapes.outline(centre: salientSpots[0], radius: 90, random: &random)),
+        IdealPart(isTap: true, points: [salientSpots[4]]),
+        IdealPart(isTap: false, points: Shapes.line(from: Point(x: 560, y: 600), to: Point(x: 900, y: 520))),
+    ]))
+    // Line + circle + tap.
+    gestures.append(IdealGesture(name: "line+circle+tap", parts: [
+        IdealPart(isTap: false, points: Shapes.line(from: Point(x: 120, y: 620), to: Point(x: 420, y: 380))),
+        IdealPart(isTap: false, points: Shapes.circle(centre: salientSpots[2], rx: 80, ry: 70, start: -Double.pi / 2, clockwise: true)),
+        IdealPart(isTap: true, points: [salientSpots[9]]),
+    ]))
+    // Random mixes of taps, lines, circles and squiggles on salient spots, 2…4 parts, at
+    // least one path, spots distinct.
+    while gestures.count < 10 {
+        let partCount = 2 + random.below(3)
+        var spots = Array(salientSpots.indices)
+        var parts: [IdealPart] = []
+        for index in 0..<partCount {
+            let spot = salientSpots[spots.remove(at: random.below(spots.count))]
+            let tap = index > 0 && random.below(3) == 0
+            if tap {
+                parts.append(IdealPart(isTap: true, points: [spot]))
+            } else {
+                parts.append(IdealPart(isTap: false, points: Shapes.clampAll(Shapes.randomPath(around: spot, random: &random))))
+            }
+        }
+        gestures.append(IdealGesture(name: "mix \(gestures.count - 1)", parts: parts))
+    }
+    return gestures
+}
+
+/// How an attempt is captured.
+enum Capture {
+    /// Picture pixels, as drawn.
+    case exact
+    /// A terminal of `columns` × `rows` cells over the picture: each point becomes its cell's
+    /// centre, and a point in the cell of the previous one is not reported.
+    case cells(columns: Int, rows: Int)
+    /// Drawn on the picture shown at `factor` of its size, whole pixels there, scaled back.
+    case shrunk(factor: Double)
+}
+
+/// A genuine redraw, following the issue's model.
+struct Redraw {
+    var sigma: Double          // fraction of the longest side
+    var speed = 1.0            // gap multiplier (1.1: 10 % faster, 0.9: slower)
+    var capture = Capture.exact
+    var reversed = false
+    /// Shoulder-surfer: each part misplaced on its own by about this fraction (0: none).
+    var misplacement = 0.0
+
+    func draw(_ gesture: IdealGesture, random: inout Random) -> Gesture {
+        let s = sigma * longestSide
+        let shift = Point(x: random.gaussian(s), y: random.gaussian(s))
+        let rotation = random.gaussian(2 * Double.pi / 180)
+        let scale = 1 + random.gaussian(0.03)
+        var parts: [GesturePart] = []
+        for ideal in gesture.parts {
+            var aim = Point(x: random.gaussian(s / 2), y: random.gaussian(s / 2))
+            if misplacement > 0 {
+                let angle = random.uniform(0, 2 * Double.pi)
+                let distance = abs(misplacement + random.gaussian(misplacement / 4)) * longestSide
+                aim.x += distance * cos(angle)
+                aim.y += distance * sin(angle)
+            }
+            let centre = ideal.centre
+            func place(_ p: Point) -> Point {
+                let dx = (p.x - centre.x) * scale
+                let dy = (p.y - centre.y) * scale
+                return Point(x: centre.x + dx * cos(rotation) - dy * sin(rotation) + shift.x + aim.x,
+                             y: centre.y + dx * sin(rotation) + dy * cos(rotation) + shift.y + aim.y)
+            }
+            if ideal.isTap {
+                let p: GesturePoint = capturePoint(Shapes.clamp(place(ideal.points[0])))
+                parts.append(GesturePart(kind: .tap, points: [p]))
+                continue
+            }
+            var points = ideal.points.map(place)
+            if reversed { points.reverse() }
+            // Up to 5 % trimmed off each end.
+            let n = points.count
+            let head = Int(Double(n) * random.uniform(0, 0.05))
+            let tail = Int(Double(n) * random.uniform(0, 0.05))
+            points = Array(points[head..<max(head + 2, n - tail)])
+            // Sampled at a random speed: gaps of 0.3…2.5 × 6 px along the stroke.
+            let gap = random.uniform(0.3, 2.5) * 6 * speed
+            var sampled: [Point] = [points[0]]
+            var travelled = 0.0
+            for (a, b) in zip(points, points.dropFirst()) {
+                travelled += ((b.x - a.x) * (b.x - a.x) + (b.y - a.y) * (b.y - a.y)).squareRoot()
+                if travelled >= gap {
+                    sampled.append(b)
+                    travelled = 0
+                }
+            }
+            if travelled > 0, let last = points.last { sampled.append(last) }
+            let jitter = s / 3
+            var captured: [Point] = []
+            for p in sampled {
+                let q: Point = capture(Shapes.clamp(Point(x: p.x + random.gaussian(jitter), y: p.y + random.gaussian(jitter))))
+                if let last = captured.last, last.x == q.x, last.y == q.y, case .cells = self.capture { continue }
+                captured.append(q)
+            }
+            if captured.count < 2 { captured.append(captured[0]) }
+            parts.append(GesturePart(kind: .path, points: captured.map { GesturePoint(x: $0.x, y: $0.y) }))
+        }
+        return Gesture(width: Int(pictureWidth), height: Int(pictureHeight), parts: parts)
+    }
+
+    private func capture(_ p: Point) -> Point {
+        switch capture {
+        case .exact:
+            return p
+        case .cells(let columns, let rows):
+            let w = pictureWidth / Double(columns)
+            let h = pictureHeight / Double(rows)
+            let column = min(Double(columns - 1), (p.x / w).rounded(.down))
+            let row = min(Double(rows - 1), (p.y / h).rounded(.down))
+            return Point(x: (column + 0.5) * w, y: (row + 0.5) * h)
+        case .shrunk(let factor):
+            return Shapes.clamp(Point(x: (p.x * factor).rounded() / factor, y: (p.y * factor).rounded() / factor))
+        }
+    }
+
+    private func capturePoint(_ p: Point) -> GesturePoint {
+        let q: Point = capture(p)
+        return GesturePoint(x: q.x, y: q.y)
+    }
+}
+
+/// The ideal gesture drawn once, exactly (the definition drawing of the simulation).
+func exactDrawing(_ gesture: IdealGesture) -> Gesture {
+    Redraw(sigma: 0).draw(gesture, random: &exactRandom)
+}
+
+nonisolated(unsafe) var exactRandom = Random(state: 1)
+
+/// Attackers who do not know the gesture's places.
+enum Attacks {
+    /// A zigzag over the box `low`…`high`, `sweeps` lines.
+    static func zigzag(low: Point, high: Point, sweeps: Int) -> [GesturePoint] {
+        var corners: [Point] = []
+        for index in 0...sweeps {
+            let y = low.y + (high.y - low.y) * Double(index) / Double(sweeps)
+            corners.append(Point(x: index % 2 == 0 ? low.x : high.x, y: y))
+            corners.append(Point(x: index % 2 == 0 ? high.x : low.x, y: y))
+        }
+        return Shapes.polyline(corners).enumerated().filter { $0.offset % 6 == 0 }.map { GesturePoint(x: $0.element.x, y: $0.element.y) }
+    }
+
+    /// Every path a scribble over the whole picture; taps at random.
+    static func scribbleEverywhere(_ gesture: IdealGesture, random: inout Random) -> Gesture {
+        let parts = gesture.parts.map { part -> GesturePart in
+            if part.isTap {
+                return GesturePart(kind: .tap, points: [GesturePoint(x: random.uniform(0, pictureWidth), y: random.uniform(0, pictureHeight))])
+            }
+            return GesturePart(kind: .path, points: zigzag(low: Point(x: 0, y: 0), high: Point(x: pictureWidth, y: pictureHeight),
+                                                           sweeps: 10 + random.below(20)))
+        }
+        return Gesture(width: Int(pictureWidth), height: Int(pictureHeight), parts: parts)
+    }
+
+    /// Every path a scribble over its own area (its box and 5 % around); taps exact.
+    static func scribbleOverArea(_ gesture: IdealGesture, random: inout Random) -> Gesture {
+        let parts = gesture.parts.map { part -> GesturePart in
+            if part.isTap { return GesturePart(kind: .tap, points: [GesturePoint(x: part.points[0].x, y: part.points[0].y)]) }
+            let margin = 0.05 * longestSide
+            let low = Shapes.clamp(Point(x: part.points.map(\.x).min()! - margin, y: part.points.map(\.y).min()! - margin))
+            let high = Shapes.clamp(Point(x: part.points.map(\.x).max()! + margin, y: part.points.map(\.y).max()! + margin))
+            return GesturePart(kind: .path, points: zigzag(low: low, high: high, sweeps: 4 + random.below(12)))
+        }
+        return Gesture(width: Int(pictureWidth), height: Int(pictureHeight), parts: parts)
+    }
+
+    /// Same kinds, random places and shapes.
+    static func randomPlausible(_ gesture: IdealGesture, random: inout Random) -> Gesture {
+        let parts = gesture.parts.map { part -> GesturePart in
+            let centre = Point(x: random.uniform(100, pictureWidth - 100), y: random.uniform(100, pictureHeight - 100))
+            if part.isTap { return GesturePart(kind: .tap, points: [GesturePoint(x: centre.x, y: centre.y)]) }
+            return GesturePart(kind: .path, points: Shapes.clampAll(Shapes.randomPath(around: centre, random: &random))
+                .enumerated().filter { $0.offset % 6 == 0 }.map { GesturePoint(x: $0.element.x, y: $0.element.y) })
+        }
+        return Gesture(width: Int(pictureWidth), height: Int(pictureHeight), parts: parts)
+    }
+
+    /// Kinds known; each part on a salient spot, drawn as a random shape there.
+    static func pointsOfInterest(_ gesture: IdealGesture, random: inout Random) -> Gesture {
+        let parts = gesture.parts.map { part -> GesturePart in
+            let spot = salientSpots[random.below(salientSpots.count)]
+            if part.isTap { return GesturePart(kind: .tap, points: [GesturePoint(x: spot.x, y: spot.y)]) }
+            return GesturePart(kind: .path, points: Shapes.clampAll(Shapes.randomPath(around: spot, random: &random))
+                .enumerated().filter { $0.offset % 6 == 0 }.map { GesturePoint(x: $0.element.x, y: $0.element.y) })
+        }
+        return Gesture(width: Int(pictureWidth), height: Int(pictureHeight), parts: parts)
+    }
+}
