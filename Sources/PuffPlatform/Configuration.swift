@@ -52,17 +52,10 @@ public enum Configuration {
     }
 
     private static func readFile(_ path: String) throws(StoreError) -> String? {
-        guard let slash = path.lastIndex(of: "/") else { throw .configuration("conf must be absolute") }
-        let parent = slash == path.startIndex ? "/" : String(path[..<slash])
-        let name = String(path[path.index(after: slash)...])
-        let directory: TrustedDirectory
-        do {
-            directory = try TrustedDirectory(parent)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return nil }
-            throw error
+        let read = try TrustedDirectory.inParent(of: path) { directory, name throws(StoreError) in
+            try directory.readFile(name, .rootWritable(maximumSize: 64 * 1024))
         }
-        guard let bytes = try directory.readFile(name, .rootWritable(maximumSize: 64 * 1024)) else { return nil }
+        guard let bytes = read else { return nil }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw .configuration("\(path): not valid UTF-8")
         }

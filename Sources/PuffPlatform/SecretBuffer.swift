@@ -49,7 +49,8 @@ public final class SecretBuffer {
     }
 
     /// Calls `body` with the bytes (valid only during the call; do not copy them out).
-    public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+    public func withUnsafeBytes<Result, Failure: Error>(_ body: (UnsafeRawBufferPointer) throws(Failure) -> Result)
+        throws(Failure) -> Result {
         try body(UnsafeRawBufferPointer(start: storage, count: count))
     }
 

@@ -134,6 +134,26 @@ public struct TrustedDirectory: ~Copyable {
         }
     }
 
+    /// Runs `body` with the trusted directory holding the file at absolute `path` and the
+    /// file's name; `nil` when that directory does not exist. A path that names no file
+    /// (relative, or ending in "/") is a configuration error.
+    public static func inParent<Result: ~Copyable>(of path: String,
+                                        _ body: (borrowing TrustedDirectory, String) throws(StoreError) -> Result?)
+        throws(StoreError) -> Result? {
+        guard path.hasPrefix("/"), let slash = path.lastIndex(of: "/"), slash != path.index(before: path.endIndex) else {
+            throw .configuration("\(path) is not an absolute file path")
+        }
+        let parent = slash == path.startIndex ? "/" : String(path[..<slash])
+        let directory: TrustedDirectory
+        do {
+            directory = try TrustedDirectory(parent)
+        } catch {
+            if isMissing(error) { return nil }
+            throw error
+        }
+        return try body(directory, String(path[path.index(after: slash)...]))
+    }
+
     /// True when `error` means "the thing does not exist" and nothing else.
     public static func isMissing(_ error: StoreError) -> Bool {
         if case .system(_, _, let errno) = error, errno == .noEntry { return true }

@@ -7,45 +7,35 @@ import PuffCore
 enum SecretFile {
     /// The content of `path` (at most `maximumSize` bytes), or `nil` when it does not exist.
     static func read(_ path: String, maximumSize: Int) throws(StoreError) -> SecureBytes? {
-        guard let slash = path.lastIndex(of: "/"), slash != path.index(before: path.endIndex) else {
-            throw .configuration("\(path) is not a file path")
-        }
-        let parent = slash == path.startIndex ? "/" : String(path[..<slash])
-        let name = String(path[path.index(after: slash)...])
-        let directory: TrustedDirectory
-        do {
-            directory = try TrustedDirectory(parent)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return nil }
-            throw error
-        }
-        let file: FileDescriptor
-        do {
-            file = try directory.descriptor.open(name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)
-        } catch {
-            if error == .noEntry { return nil }
-            if error.rawValue == ELOOP { throw .unsafe(path: path, reason: "symlink") }
-            throw .system("open", path: path, error)
-        }
-        try TrustedDirectory.checkFile(file, path: path, .rootPrivate(maximumSize: maximumSize))
-        // One byte more than allowed detects a file that grew after the check.
-        var buffer = try SecureBytes(count: maximumSize + 1)
-        let raw = file.rawValue
-        let result: Result<Int, Errno> = buffer.withMutableBytes { bytes in
+        try TrustedDirectory.inParent(of: path) { directory, name throws(StoreError) -> SecureBytes? in
+            let file: FileDescriptor
             do throws(Errno) {
-                return .success(try FileDescriptor.read(raw, into: bytes))
+                file = try directory.descriptor.open(name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)
             } catch {
-                return .failure(error)
+                if error == .noEntry { return nil }
+                if error.rawValue == ELOOP { throw .unsafe(path: path, reason: "symlink") }
+                throw .system("open", path: path, error)
             }
+            try TrustedDirectory.checkFile(file, path: path, .rootPrivate(maximumSize: maximumSize))
+            // One byte more than allowed detects a file that grew after the check.
+            var buffer = try SecureBytes(count: maximumSize + 1)
+            let raw = file.rawValue
+            let result: Result<Int, Errno> = buffer.withMutableBytes { bytes in
+                do throws(Errno) {
+                    return .success(try FileDescriptor.read(raw, into: bytes))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            let total: Int
+            switch result {
+            case .success(let count): total = count
+            case .failure(let error): throw .system("read", path: path, error)
+            }
+            _ = file.rawValue  // keeps the descriptor open until the reads are done
+            guard total <= maximumSize else { throw .tooLarge(path: path) }
+            return try buffer.prefix(total)
         }
-        let total: Int
-        switch result {
-        case .success(let count): total = count
-        case .failure(let error): throw .system("read", path: path, error)
-        }
-        _ = file.rawValue  // keeps the descriptor open until the reads are done
-        guard total <= maximumSize else { throw .tooLarge(path: path) }
-        return try buffer.prefix(total)
     }
 
     /// The fleet key: exactly `PasscodeHasher.keyLength` bytes. Missing is an error in fleet
