@@ -1,6 +1,7 @@
 import CLockX
 import CStb
 import Glibc
+import PuffPlatform
 
 /// The user's picture decoded with stb_image (PNG and JPEG) into a cairo image surface.
 final class LockPicture {
@@ -8,8 +9,6 @@ final class LockPicture {
         let description: String
     }
 
-    /// Largest file read (the store's own limit).
-    static let maximumFileSize = 32 << 20
     /// Largest decoded picture: 64 megapixels.
     static let maximumPixels = 64 << 20
 
@@ -20,7 +19,12 @@ final class LockPicture {
 
     /// Reads and decodes `path` (a regular file, not followed through a symlink).
     init(path: String) throws(LoadError) {
-        let bytes = try Self.read(path)
+        let bytes: [UInt8]
+        do {
+            bytes = try PictureFile.read(path)
+        } catch {
+            throw LoadError(description: error.description)
+        }
         guard bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) || bytes.starts(with: [0xFF, 0xD8, 0xFF]) else {
             throw LoadError(description: "\(path) is not a PNG or JPEG picture")
         }
@@ -58,28 +62,4 @@ final class LockPicture {
     }
 
     deinit { cairo_surface_destroy(surface) }
-
-    private static func read(_ path: String) throws(LoadError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
-        guard fd >= 0 else { throw LoadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
-            throw LoadError(description: "\(path) is not a regular file")
-        }
-        guard status.st_size <= maximumFileSize else { throw LoadError(description: "\(path) is larger than 32 MiB") }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let got = Glibc.read(fd, &chunk, chunk.count)
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw LoadError(description: "cannot read \(path)")
-            }
-            if got == 0 { break }
-            bytes += chunk[0..<got]
-            guard bytes.count <= maximumFileSize else { throw LoadError(description: "\(path) is larger than 32 MiB") }
-        }
-        return bytes
-    }
 }

@@ -1,6 +1,7 @@
 import CChafa
 import CStb
 import Glibc
+import PuffPlatform
 
 /// A picture decoded to RGBA pixels with stb_image (PNG and JPEG), ready to be rendered as
 /// terminal text with libchafa. The pixels are malloc'ed (by stb_image or by the reader of the
@@ -11,8 +12,6 @@ final class PadPicture {
         let description: String
     }
 
-    /// Largest file read (the store's own limit).
-    static let maximumFileSize = 32 << 20
     /// Largest decoded picture: 64 megapixels (256 MiB of RGBA).
     static let maximumPixels = 64 << 20
 
@@ -24,7 +23,12 @@ final class PadPicture {
     /// came from that user), stb_image runs only in a child that has become `nobody`
     /// (`decodeUnprivileged`): a flaw in the decoder cannot run code as root.
     init(path: String) throws(LoadError) {
-        let bytes = try Self.read(path)
+        let bytes: [UInt8]
+        do {
+            bytes = try PictureFile.read(path)
+        } catch {
+            throw LoadError(description: error.description)
+        }
         guard bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) || bytes.starts(with: [0xFF, 0xD8, 0xFF]) else {
             throw LoadError(description: "\(path) is not a PNG or JPEG picture")
         }
@@ -118,29 +122,6 @@ final class PadPicture {
     }
 
     deinit { stbi_image_free(pixels) }
-
-    private static func read(_ path: String) throws(LoadError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw LoadError(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
-            throw LoadError(description: "\(path) is not a regular file")
-        }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let got = Glibc.read(fd, &chunk, chunk.count)
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw LoadError(description: "cannot read \(path)")
-            }
-            if got == 0 { break }
-            bytes += chunk[0..<got]
-            guard bytes.count <= maximumFileSize else { throw LoadError(description: "\(path) is larger than 32 MiB") }
-        }
-        return bytes
-    }
 
     /// The largest size in cells that fits in `columns` × `rows` with the picture's aspect
     /// ratio, given a cell's width/height ratio (0.5 for the usual terminal font).
