@@ -188,6 +188,9 @@ completions: cli
 # copy-on-write /etc, /var/lib and /var/log, and a guard that fails when the machine's
 # accounts, /etc/shadow, /etc/pam.d, /etc/puff or /var/lib/puff changed (scripts/hermetic.sh).
 HERMETIC := bash $(CURDIR)/scripts/hermetic.sh
+# The suite takes 2–5 minutes; one still running after this was hung (the hermetic wrapper
+# then prints what was running and fails with 124).
+TEST_TIME_LIMIT ?= 1200
 
 # The whole suite: pure logic, platform (temp dirs), and integration through real libpam
 # against build/pam_puff.so and the debug puff-enroll/harness binaries, in the private /etc.
@@ -195,7 +198,7 @@ test: module helper
 	$(SWIFT) build --build-tests
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_HELPER=$(CURDIR)/build/puff-check \
 		PUFF_LDAP_LIBRARY=$(CURDIR)/build/puff-ldap.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
-		$(HERMETIC) --label test -- $(SWIFT) test --skip-build --disable-xctest
+		$(HERMETIC) --label test --time-limit $(TEST_TIME_LIMIT) -- $(SWIFT) test --skip-build --disable-xctest
 
 demo: build
 	bash scripts/demo.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a command (the test suite, a benchmark, a campaign) so that it cannot change the machine.
 #
-#   scripts/hermetic.sh [--label NAME] -- COMMAND [ARGS...]
+#   scripts/hermetic.sh [--label NAME] [--time-limit SECONDS] -- COMMAND [ARGS...]
 #
 # 1. Removes what an interrupted run of an older version of the suite left on the machine:
 #    its test accounts (puff-it-*, puff-rc-*, puff-bench, puff-race*, puff-sweep*, ...) and
@@ -13,20 +13,26 @@
 #    /etc/puff, /var/lib/puff or installed Puff tools and services (make install's): accounts, passwords, PAM services and stores that COMMAND
 #    makes exist only there and vanish with the namespace. PUFF_HERMETIC=1 tells the suite
 #    it runs inside (TestUsers refuses to add an account otherwise).
-# 4. Records the state again and fails (exit 70) when anything differs, printing the difference.
+# 4. Kills what COMMAND left running in the namespace (a daemon a test failed to stop), and
+#    with --time-limit, a COMMAND still running after SECONDS: it prints what was running
+#    (the process tree) and fails with exit 124, so a hang is a report, not a silent stall.
+# 5. Records the state again and fails (exit 70) when anything differs, printing the difference.
 #
 # The namespace is entered with unshare(1); the overlays need root and overlayfs.
 set -euo pipefail
 
 label=hermetic
+time_limit=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --label) label=$2; shift 2 ;;
+        --time-limit) time_limit=$2; shift 2 ;;
         --) shift; break ;;
         *) break ;;
     esac
 done
-[ $# -gt 0 ] || { echo "usage: $0 [--label NAME] -- COMMAND [ARGS...]" >&2; exit 64; }
+[ $# -gt 0 ] || { echo "usage: $0 [--label NAME] [--time-limit SECONDS] -- COMMAND [ARGS...]" >&2; exit 64; }
+case "$time_limit" in ''|*[!0-9]*) echo "$0: --time-limit takes whole seconds" >&2; exit 64 ;; esac
 [ "$(id -u)" = 0 ] || { echo "$0: must run as root (it mounts overlays in a private namespace)" >&2; exit 77; }
 
 if [ "${PUFF_HERMETIC_INSIDE:-}" = 1 ]; then
@@ -114,8 +120,70 @@ rm -f /usr/local/sbin/puff-* /usr/local/bin/puff-* /etc/pam.d/puff-enroll /etc/p
 export PUFF_HERMETIC=1 PUFF_HERMETIC_INSIDE=1
 exec "$@"
 '
+# Every process of the namespace: those in its mount namespace and their descendants (a test
+# may enter a namespace of its own below it).
+namespace_processes() {
+    local ns=$1 pid
+    local -A seen=()
+    for pid in $(ps -e -o pid=); do
+        [ "$(readlink "/proc/$pid/ns/mnt" 2>/dev/null)" = "$ns" ] && seen[$pid]=1
+    done
+    local grew=1
+    while [ "$grew" = 1 ]; do
+        grew=0
+        while read -r pid ppid; do
+            if [ -n "${seen[$ppid]:-}" ] && [ -z "${seen[$pid]:-}" ]; then seen[$pid]=1; grew=1; fi
+        done < <(ps -e -o pid=,ppid=)
+    done
+    # Zombies are already gone (their parent reaps them).
+    for pid in "${!seen[@]}"; do
+        case "$(ps -o stat= -p "$pid" 2>/dev/null)" in Z*|'') ;; *) echo "$pid" ;; esac
+    done | tr '\n' ' ' | sed 's/ $//'
+}
+
 status=0
-unshare --mount --propagation private --fork /bin/bash -c "$inner" hermetic "$work" "$@" || status=$?
+unshare --mount --propagation private --kill-child /bin/bash -c "$inner" hermetic "$work" "$@" &
+runner=$!
+# The namespace, named by the first process in it (unshare's child).
+ns=
+for _ in $(seq 100); do
+    init=$(ps -o pid= --ppid "$runner" | head -n 1 | tr -d ' ')
+    if [ -n "$init" ]; then ns=$(readlink "/proc/$init/ns/mnt" 2>/dev/null || true); fi
+    [ -z "$ns" ] || [ "$ns" = "$(readlink /proc/self/ns/mnt)" ] || break
+    ns=
+    kill -0 "$runner" 2>/dev/null || break
+    sleep 0.05
+done
+watchdog=
+if [ "$time_limit" -gt 0 ]; then
+    (
+        # Polls each second, so it never outlives the run by more than that.
+        for _ in $(seq "$time_limit"); do
+            sleep 1
+            kill -0 "$runner" 2>/dev/null || exit 0
+        done
+        echo "$label: FAIL: still running after $time_limit s; killed. What was running:" >&2
+        pids=$([ -z "$ns" ] || namespace_processes "$ns")
+        [ -z "$pids" ] || ps -o pid,ppid,stat,etime,wchan:24,args --forest -p "${pids// /,}" | cut -c 1-240 >&2 || true
+        touch "$work/timed-out"
+        [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
+        kill -KILL "$runner" 2>/dev/null || true
+    ) &
+    watchdog=$!
+fi
+wait "$runner" || status=$?
+if [ -n "$watchdog" ]; then
+    kill "$watchdog" 2>/dev/null || true
+    wait "$watchdog" 2>/dev/null || true
+fi
+[ ! -e "$work/timed-out" ] || status=124
+# What outlived the command in its namespace.
+stragglers=$([ -z "$ns" ] || namespace_processes "$ns")
+if [ -n "$stragglers" ]; then
+    echo "$label: killing what was left running in the namespace:" >&2
+    ps -o pid,args -p "${stragglers// /,}" | cut -c 1-240 >&2 || true
+    kill -KILL $stragglers 2>/dev/null || true
+fi
 
 snapshot > "$work/after"
 if ! diff -u "$work/before" "$work/after" > "$work/diff"; then

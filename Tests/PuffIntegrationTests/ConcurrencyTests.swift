@@ -12,25 +12,19 @@ struct ConcurrencyTests {
         // Holding the FIFO open read-write lets every reader's open() return at once.
         let holder = open(fifo, O_RDWR | O_CLOEXEC)
         #expect(holder >= 0)
-        var processes: [Process] = []
+        var pids: [pid_t] = []
         for _ in 0..<count {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: Artefacts.harness)
-            process.arguments = ["--confdir", fixture.pamDirectory, "--service", "puff-test", "--user", user,
-                                 "--reply", reply, "--quiet", "--wait-fifo", fifo]
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            processes.append(process)
+            pids.append(try Child([Artefacts.harness, "--confdir", fixture.pamDirectory, "--service", "puff-test", "--user", user,
+                                   "--reply", reply, "--quiet", "--wait-fifo", fifo], stderr: .descriptor(2)).start())
         }
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
-            let ready = processes.filter { Self.holdsOpen(pid: $0.processIdentifier, path: fifo) }.count
+            let ready = pids.filter { Self.holdsOpen(pid: $0, path: fifo) }.count
             if ready == count { break }
             Thread.sleep(forTimeInterval: 0.02)
         }
         close(holder)
-        for process in processes { process.waitUntilExit() }
-        return processes.map(\.terminationStatus)
+        return try pids.map { try Child.wait($0) }
     }
 
     static func holdsOpen(pid: Int32, path: String) -> Bool {
@@ -69,11 +63,8 @@ struct ConcurrencyTests {
         // so the kill lands mid-verification.
         let fixture = try Fixture(config: "kdf_ops = 6\nkdf_mem_kib = 131072\n", moduleArguments: "deny=100")
         try fixture.enroll(user, "604917")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Artefacts.harness)
-        process.arguments = ["--confdir", fixture.pamDirectory, "--service", "puff-test", "--user", user, "--reply", "604917"]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let pid = try Child([Artefacts.harness, "--confdir", fixture.pamDirectory, "--service", "puff-test", "--user", user,
+                             "--reply", "604917"], stderr: .descriptor(2)).start()
         // The counter file says the attempt is counted before argon2id starts; kill then.
         // (Read the file directly: `puff-enroll status` would wait for the attempt's lock.)
         let counter = fixture.state + "/" + user
@@ -83,10 +74,10 @@ struct ConcurrencyTests {
             counted = ((try? String(contentsOfFile: counter, encoding: .utf8)) ?? "").contains("failures 1\n")
             if !counted { Thread.sleep(forTimeInterval: 0.002) }
         }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        kill(pid, SIGKILL)
+        let status = try Child.wait(pid)
         #expect(counted)
-        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(status == 128 + SIGKILL)
         #expect(try fixture.failures(user) == 1)
     }
 

@@ -61,40 +61,10 @@ final class FleetDirectory {
         _ = Self.script(["stop", root], log: root + "/script.log")
     }
 
-    /// Runs Tests/LDAP/slapd.sh with `posix_spawn` and reaps it here: Foundation's `Process`
-    /// holds up the reaping of children while a daemon started from one lives on (see
-    /// RealClientTests.Spawned). Output goes to `log`. The exit status, or -1.
+    /// Runs Tests/LDAP/slapd.sh (Child: slapd detaches and keeps what it inherits, so it must
+    /// inherit nothing but its log). Output goes to `log`. The exit status, or -1.
     static func script(_ arguments: [String], log: String) -> Int32 {
-        let argv = ["/bin/bash", scriptPath] + arguments
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var pointers: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        defer { pointers.forEach { free($0) } }
-        // The test process blocks some signals; slapd must get SIGTERM with a clean mask.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGTERM)
-        sigaddset(&defaults, SIGINT)
-        sigaddset(&defaults, SIGHUP)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var child: pid_t = 0
-        guard posix_spawn(&child, argv[0], &actions, &attributes, &pointers, environ) == 0 else { return -1 }
-        var status: Int32 = 0
-        while waitpid(child, &status, 0) < 0 {
-            if errno != EINTR { return -1 }
-        }
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
+        (try? Child(["/bin/bash", scriptPath] + arguments, stdout: .append(log), stderr: .same).run()) ?? -1
     }
 
     /// `ldapadd`/`ldapmodify` as root over the socket (SASL EXTERNAL: manage rights).

@@ -500,31 +500,14 @@ struct HardeningTests {
         var output: String { String(decoding: bytes, as: UTF8.self) }
 
         init(_ arguments: [String]) throws {
-            master = posix_openpt(O_RDWR | O_NOCTTY)
+            master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)
             var name = [CChar](repeating: 0, count: 128)
             guard master >= 0, grantpt(master) == 0, unlockpt(master) == 0, ptsname_r(master, &name, name.count) == 0 else {
                 throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "no pseudo-terminal"])
             }
             _ = fcntl(master, F_SETFD, FD_CLOEXEC)
             let terminal = String(cString: name)
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_addopen(&actions, 0, terminal, O_RDWR, 0)
-            posix_spawn_file_actions_adddup2(&actions, 0, 1)
-            posix_spawn_file_actions_adddup2(&actions, 0, 2)
-            var attributes = posix_spawnattr_t()
-            posix_spawnattr_init(&attributes)
-            defer { posix_spawnattr_destroy(&attributes) }
-            posix_spawnattr_setflags(&attributes, Int16(0x80))  // POSIX_SPAWN_SETSID
-            var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-            defer { for pointer in argv { free(pointer) } }
-            var child: pid_t = 0
-            let spawned = posix_spawn(&child, arguments[0], &actions, &attributes, &argv, environ)
-            guard spawned == 0 else {
-                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "posix_spawn: \(spawned)"])
-            }
-            pid = child
+            pid = try Child(arguments, stdin: .terminal(terminal), stdout: .same, stderr: .same, newSession: true).start()
         }
 
         deinit {

@@ -486,21 +486,3 @@ func childIsRunning(_ pid: pid_t) -> Bool {
     return !stat[close.upperBound...].hasPrefix("Z")
 }
 
-/// Runs a program to completion with extra environment variables (X clients need DISPLAY).
-@discardableResult
-func run(_ program: String, _ arguments: [String], environment: [String: String]) throws -> Run {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: program)
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return Run(status: process.terminationStatus, output: String(decoding: outData, as: UTF8.self),
-               errors: String(decoding: errData, as: UTF8.self))
-}

@@ -83,45 +83,15 @@ final class TmuxPane {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Starts a program with stdin, stdout and stderr on /dev/null, no other descriptor, no
-    /// blocked signals and default signal actions; returns its pid.
+    /// Starts a program (`arguments[0]` is its name) with stdin, stdout and stderr on
+    /// /dev/null (Child: no other descriptor, no blocked signals); returns its pid.
     static func spawn(_ path: String, _ arguments: [String]) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for fd in Int32(0)...2 {
-            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
-        }
-        // glibc ≥ 2.34 has it; Swift's Glibc module does not declare it.
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
-        else { throw PadTestError("posix_spawn_file_actions_addclosefrom_np is missing") }
-        _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
-        // The test runner's threads block signals; the terminal's programs must not inherit that.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, &attributes, &argv, environ)
-        guard spawned == 0 else { throw PadTestError("posix_spawn \(path): \(spawned)") }
-        return pid
+        try Child([path] + arguments.dropFirst()).start()
     }
 
     /// Reaps a child; its exit status.
     static func wait(_ pid: pid_t) throws -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { throw PadTestError("waitpid: \(errno)") }
-        }
-        return (status >> 8) & 0xFF
+        try Child.wait(pid)
     }
 
     /// With job control: whether the program is stopped (the wrapper saw status 148).

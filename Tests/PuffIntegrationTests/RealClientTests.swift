@@ -6,8 +6,6 @@ import Testing
 @_silgen_name("grantpt") private func grantpt(_ fd: Int32) -> Int32
 @_silgen_name("unlockpt") private func unlockpt(_ fd: Int32) -> Int32
 @_silgen_name("ptsname_r") private func ptsname_r(_ fd: Int32, _ buffer: UnsafeMutablePointer<CChar>, _ size: Int) -> Int32
-/// <spawn.h>: the child calls setsid (a GNU extension the Glibc module does not import).
-private let POSIX_SPAWN_SETSID: Int32 = 0x80
 
 /// Real programs in front of the module: an OpenSSH server (keyboard-interactive through PAM)
 /// driven by `ssh` under `sshpass`, and `su` run by an ordinary user. Nothing of the machine's
@@ -19,9 +17,7 @@ private let POSIX_SPAWN_SETSID: Int32 = 0x80
 struct RealClientTests {
     static let right = "604917"
 
-    /// A child started with `posix_spawn` and reaped by the test itself. (Foundation's `Process`
-    /// waits for a long-lived child in a way that holds up the reaping of every other child,
-    /// so `run` would hang while sshd is up.)
+    /// A long-lived child (sshd, an ssh client) reaped by the test itself, with a bounded wait.
     final class Spawned {
         let pid: pid_t
         private(set) var status: Int32?
@@ -29,20 +25,7 @@ struct RealClientTests {
         /// Starts `arguments[0]` (an absolute path) with stdin from /dev/null and stdout and
         /// stderr appended to `log`.
         init(_ arguments: [String], log: String) throws {
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
-            var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-            defer { for pointer in argv { free(pointer) } }
-            var child: pid_t = 0
-            let result = posix_spawn(&child, arguments[0], &actions, nil, &argv, environ)
-            guard result == 0 else {
-                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "posix_spawn \(arguments[0]): \(result)"])
-            }
-            pid = child
+            pid = try Child(arguments, stdout: .append(log), stderr: .same).start()
         }
 
         deinit { stop() }
@@ -316,7 +299,7 @@ struct RealClientTests {
     /// after the previous answer contains its (lowercase) prompt text.
     static func onTerminal(_ arguments: [String], answers: [(prompt: String, answer: String)],
                            seconds: Double = 60) throws -> (status: Int32, output: String) {
-        let master = posix_openpt(O_RDWR | O_NOCTTY)
+        let master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)
         var name = [CChar](repeating: 0, count: 128)
         guard master >= 0, grantpt(master) == 0, unlockpt(master) == 0, ptsname_r(master, &name, name.count) == 0 else {
             throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "no pseudo-terminal"])
@@ -324,24 +307,8 @@ struct RealClientTests {
         defer { close(master) }
         _ = fcntl(master, F_SETFD, FD_CLOEXEC)
         let terminal = String(cString: name)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
         // After setsid, opening the terminal makes it the child's controlling terminal.
-        posix_spawn_file_actions_addopen(&actions, 0, terminal, O_RDWR, 0)
-        posix_spawn_file_actions_adddup2(&actions, 0, 1)
-        posix_spawn_file_actions_adddup2(&actions, 0, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSID))
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var child: pid_t = 0
-        let spawned = posix_spawn(&child, arguments[0], &actions, &attributes, &argv, environ)
-        guard spawned == 0 else {
-            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "posix_spawn: \(spawned)"])
-        }
+        let child = try Child(arguments, stdin: .terminal(terminal), stdout: .same, stderr: .same, newSession: true).start()
         var output: [UInt8] = []
         var answered = 0
         var answeredAt = 0

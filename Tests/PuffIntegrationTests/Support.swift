@@ -39,26 +39,6 @@ struct Run {
     var lines: [String] { output.split(separator: "\n").map(String.init) }
 }
 
-/// Runs a program to completion, feeding `input` on stdin.
-@discardableResult
-func run(_ program: String, _ arguments: [String], input: String? = nil) throws -> Run {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: program)
-    process.arguments = arguments
-    let out = Pipe(), err = Pipe(), inPipe = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = inPipe
-    try process.run()
-    if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
-    try inPipe.fileHandleForWriting.close()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return Run(status: process.terminationStatus, output: String(decoding: outData, as: UTF8.self),
-               errors: String(decoding: errData, as: UTF8.self))
-}
-
 /// A throwaway Puff installation: a record directory, a state directory and a PAM service
 /// directory in a fresh temp dir, with the minimum argon2id cost so tests are fast.
 final class Fixture {
@@ -105,6 +85,7 @@ final class Fixture {
     }
 
     /// One `pam_authenticate` through real libpam with a scripted conversation.
+    @discardableResult
     func authenticate(_ user: String, replies: [String] = [], extra: [String] = [], service: String = "puff-test") throws -> Run {
         var arguments = ["--confdir", pamDirectory, "--service", service, "--user", user]
         for reply in replies { arguments += ["--reply", reply] }

@@ -92,6 +92,7 @@ struct UnprivilegedTests {
             return result
         }
 
+        @discardableResult
         func authenticate(as caller: String, user: String? = nil, replies: [String]) throws -> Run {
             var arguments = [harness, "--confdir", fixture.pamDirectory, "--service", "puff-test", "--user", user ?? caller]
             for reply in replies { arguments += ["--reply", reply] }
@@ -203,14 +204,8 @@ struct UnprivilegedTests {
 
     /// The paths `helper query` opens (openat), traced with strace under `environment`.
     static func openedFiles(_ helper: String, environment: [String: String], trace: String) throws -> [String] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
-        process.arguments = ["-f", "-qq", "-e", "trace=openat,open", "-o", trace, helper, "query"]
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
+        _ = try Child(["/usr/bin/strace", "-f", "-qq", "-e", "trace=openat,open", "-o", trace, helper, "query"],
+                      environment: environment).run()
         let text = try String(contentsOfFile: trace, encoding: .utf8)
         return text.split(separator: "\n").compactMap { line in
             guard let open = line.range(of: "\""), let close = line[open.upperBound...].range(of: "\"") else { return nil }
