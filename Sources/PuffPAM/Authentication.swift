@@ -61,9 +61,12 @@ extension ModuleContext {
         // Not root (a screen locker checking its own user): the setuid helper does the store
         // work, under puff.conf's settings.
         let unprivileged = geteuid() != 0
+        // Every directory this call reads or writes (the configuration's, the store's, the
+        // state directory) is walked and checked once, and held until the call returns.
+        let session = StoreSession()
         let options: PuffOptions
         do {
-            let loaded = try Configuration.load(arguments: arguments, readingFile: !unprivileged)
+            let loaded = try Configuration.load(arguments: arguments, readingFile: !unprivileged, session: session)
             options = loaded.options
             for warning in loaded.warnings { log(LOG_WARNING, warning) }
         } catch {
@@ -91,7 +94,8 @@ extension ModuleContext {
         let backend: Backend
         let preflight: Backend.Preflight
         do {
-            (backend, preflight) = try Backend.prepare(options, userName: rawName ?? "", unprivileged: unprivileged)
+            (backend, preflight) = try Backend.prepare(options, userName: rawName ?? "", unprivileged: unprivileged,
+                                                       session: session)
         } catch {
             log(LOG_ERR, "user \(userForLog): \(error); failing closed")
             return .failure(error)
@@ -168,7 +172,7 @@ extension ModuleContext {
             // For an `authsucc` line after the password module: if that module accepts this
             // same text as the system password, the failure is taken back.
             if let counted {
-                recordInHistory(counted, options)
+                recordInHistory(counted, options, session)
                 do {
                     if !remember(try PendingFailure(failure: counted, secret: secret)) {
                         log(LOG_WARNING, "user \(userForLog): could not keep the failure for authsucc")
@@ -213,12 +217,12 @@ extension ModuleContext {
 
     /// Adds the failure to the user's history (`puff-enroll status --user`); a history that
     /// cannot be written is logged and changes nothing.
-    private func recordInHistory(_ counted: Authenticator.CountedFailure, _ options: PuffOptions) {
+    private func recordInHistory(_ counted: Authenticator.CountedFailure, _ options: PuffOptions, _ session: StoreSession) {
         let entry = FailureHistory.Entry(time: counted.after.lastFailure, service: rawItem(PAM_SERVICE),
                                          tty: rawItem(PAM_TTY), rhost: rawItem(PAM_RHOST), ruser: rawItem(PAM_RUSER))
         do {
-            try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
-                .record(entry, for: counted.user)
+            try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds,
+                               session: session).record(entry, for: counted.user)
         } catch {
             log(LOG_WARNING, "user \(LogText.escape(counted.user.value)): failure history not written: \(error)")
         }

@@ -20,11 +20,12 @@ enum Backend {
         var counterDamaged = false
     }
 
-    /// The backend for `userName` and what it knows before the prompt.
-    static func prepare(_ options: PuffOptions, userName: String, unprivileged: Bool) throws(StoreError)
-        -> (Backend, Preflight) {
+    /// The backend for `userName` and what it knows before the prompt; `session` holds what
+    /// this call has open of the store.
+    static func prepare(_ options: PuffOptions, userName: String, unprivileged: Bool,
+                        session: StoreSession) throws(StoreError) -> (Backend, Preflight) {
         guard unprivileged else {
-            let authenticator = Authenticator(options: options)
+            let authenticator = Authenticator(options: options, session: session)
             let subject = try authenticator.subject(for: userName)
             switch subject {
             case .notEnrolled(let reason):

@@ -3,20 +3,29 @@ import PuffCore
 /// The authentication flow shared by everything that checks a secret: look the user up,
 /// consult the lockout, count the attempt before the slow check, verify, clear on success.
 /// It knows nothing of PAM; the caller owns the conversation and maps the outcomes.
+///
+/// The store's directories are opened once per authenticator (its `session`) and reached
+/// through their descriptors from then on: make one per login, helper run or command.
 public struct Authenticator {
     /// The effective options.
     public let options: PuffOptions
     /// The wall clock, injectable for tests.
     public let now: () -> Int64
+    /// What this operation holds open of the store and the state directory.
+    public let session: StoreSession
 
-    /// Creates an authenticator.
-    public init(options: PuffOptions, now: @escaping () -> Int64 = Clock.wallSeconds) {
+    /// Creates an authenticator; `session` may already hold the configuration's directory.
+    public init(options: PuffOptions, session: StoreSession = StoreSession(),
+                now: @escaping () -> Int64 = Clock.wallSeconds) {
         self.options = options
+        self.session = session
         self.now = now
     }
 
-    var records: RecordStore { RecordStore(directory: options.recordDirectory) }
-    var counters: LockoutStore { LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds) }
+    var records: RecordStore { RecordStore(directory: options.recordDirectory, session: session) }
+    var counters: LockoutStore {
+        LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds, session: session)
+    }
     var hasher: PasscodeHasher { PasscodeHasher(cost: options.kdf) }
 
     /// Who is asking, as far as the store can tell before any secret is read.
@@ -238,7 +247,10 @@ public struct Authenticator {
             var next = tally.settlingSuccess(of: serial, deny: options.lockout.deny) ?? tally
             if passcode != nil { next = Self.passcodeUsed(next, at: started, boot: bootID()) }
             if next != tally {
-                try save(next)
+                // Not waited for on disk: a crash that loses this write leaves the counter as
+                // step 1 wrote it (this attempt counted as a failure, the passcode's time and an
+                // administrator's lock as they were), which is stricter, never laxer.
+                try save.lowering(next)
                 tally = next
             }
             if passcode == nil, let upgradedGesture, var gesture = current.gesture {
@@ -335,9 +347,10 @@ public struct Authenticator {
         return next
     }
 
-    /// The current boot id; `nil` (a restart is assumed) when it cannot be read.
+    /// The current boot id (read once per session); `nil` (a restart is assumed) when it
+    /// cannot be read.
     func bootID() -> String? {
-        BootID.current()
+        session.bootID()
     }
 
     /// Why a serialized gesture does not verify against `template`, or `nil` when it does;
@@ -442,7 +455,8 @@ public struct Authenticator {
             let removed = try records.remove(name)
             let pictures = try records.removePictures(name)
             try counters.removeWhileLocked(name)
-            _ = try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds).remove(name)
+            _ = try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds,
+                                   session: session).remove(name)
             return removed || pictures
         }
     }

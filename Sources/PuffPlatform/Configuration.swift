@@ -7,8 +7,9 @@ public enum Configuration {
     ///
     /// Without `readingFile` only the defaults and the arguments apply: a module running
     /// unprivileged cannot read the root-only file, and its helper applies the file itself.
-    public static func load(arguments: [String], readingFile: Bool = true) throws(StoreError)
-        -> (options: PuffOptions, warnings: [String]) {
+    /// The file's directory stays open in `session` (usually the store's, `/etc/puff`).
+    public static func load(arguments: [String], readingFile: Bool = true, session: StoreSession = StoreSession())
+        throws(StoreError) -> (options: PuffOptions, warnings: [String]) {
         var options = PuffOptions()
         // Where this build installs the helper (PREFIX-derived), not a fixed path.
         options.helperPath = BuildInfo.helperPath
@@ -22,7 +23,7 @@ public enum Configuration {
         } catch {
             throw .configuration(error.description)
         }
-        if readingFile, let text = try readFile(options.configFile) {
+        if readingFile, let text = try readFile(options.configFile, session) {
             for token in OptionParser.tokens(ofConfigFile: text) {
                 do {
                     if let warning = try OptionParser.apply(token, to: &options, from: .configFile) {
@@ -51,11 +52,9 @@ public enum Configuration {
         return (options, warnings)
     }
 
-    private static func readFile(_ path: String) throws(StoreError) -> String? {
-        let read = try TrustedDirectory.inParent(of: path) { directory, name throws(StoreError) in
-            try directory.readFile(name, .rootWritable(maximumSize: 64 * 1024))
-        }
-        guard let bytes = read else { return nil }
+    private static func readFile(_ path: String, _ session: StoreSession) throws(StoreError) -> String? {
+        guard let (directory, name) = try session.parent(of: path),
+              let bytes = try directory.trusted.readFile(name, .rootWritable(maximumSize: 64 * 1024)) else { return nil }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw .configuration("\(path): not valid UTF-8")
         }

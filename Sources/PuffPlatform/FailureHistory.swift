@@ -8,7 +8,7 @@ import PuffCore
 ///
 /// One file per user under `state_dir/.history/` (a name no user can have), root 0600, at most
 /// `capacity` lines of space-separated escaped fields; writers take the directory's `flock`.
-public struct FailureHistory: Sendable {
+public struct FailureHistory {
     /// One failure.
     public struct Entry: Equatable, Sendable {
         /// Wall-clock seconds.
@@ -26,51 +26,53 @@ public struct FailureHistory: Sendable {
     public let stateDirectory: String
     /// How long a writer waits for another.
     public let lockWaitSeconds: Int64
+    /// What the operation holds open (the state directory is walked once per session).
+    let session: StoreSession
     /// Lines kept per user.
     public static let capacity = 10
     static let directoryName = ".history"
     static let maximumSize = 8192
 
     /// A history under `stateDirectory`.
-    public init(stateDirectory: String, lockWaitSeconds: Int64) {
+    public init(stateDirectory: String, lockWaitSeconds: Int64, session: StoreSession = StoreSession()) {
         self.stateDirectory = stateDirectory
         self.lockWaitSeconds = lockWaitSeconds
+        self.session = session
     }
 
-    /// Appends `entry` to `name`'s history, dropping the oldest beyond `capacity`.
+    /// Appends `entry` to `name`'s history, dropping the oldest beyond `capacity`. Nothing is
+    /// waited for on disk: a crash may lose the entry (or, on some file systems, the file's
+    /// lines), never a count.
     public func record(_ entry: Entry, for name: UserName) throws(StoreError) {
-        let history = try TrustedDirectory(stateDirectory).subdirectory(Self.directoryName, create: true, mode: 0o700)
-        try withLock(history) { () throws(StoreError) in
-            var lines = Self.lines(try history.readFile(name.value, .rootPrivate(maximumSize: Self.maximumSize)) ?? [])
+        let path = stateDirectory + "/" + Self.directoryName
+        let history: StoreSession.Directory
+        if let open = session.held(path) {
+            history = open
+        } else {
+            guard let state = try session.directory(stateDirectory) else {
+                throw .system("open", path: stateDirectory, .noEntry)
+            }
+            history = session.hold(try state.trusted.subdirectory(Self.directoryName, create: true, mode: 0o700))
+        }
+        try withLock(history.trusted) { () throws(StoreError) in
+            var lines = Self.lines(try history.trusted.readFile(name.value, .rootPrivate(maximumSize: Self.maximumSize)) ?? [])
             lines.append(Self.line(entry))
             let kept = lines.suffix(Self.capacity).joined(separator: "\n") + "\n"
-            try history.replaceFile(name.value, with: Array(kept.utf8), mode: 0o600)
+            try history.trusted.replaceFile(name.value, with: Array(kept.utf8), mode: 0o600, durability: .unsynced)
         }
     }
 
     /// `name`'s latest failures, oldest first (empty when there is no history).
     public func entries(for name: UserName) throws(StoreError) -> [Entry] {
-        let history: TrustedDirectory
-        do {
-            history = try TrustedDirectory(stateDirectory + "/" + Self.directoryName)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return [] }
-            throw error
-        }
-        let bytes = try history.readFile(name.value, .rootPrivate(maximumSize: Self.maximumSize)) ?? []
+        guard let history = try session.directory(stateDirectory + "/" + Self.directoryName) else { return [] }
+        let bytes = try history.trusted.readFile(name.value, .rootPrivate(maximumSize: Self.maximumSize)) ?? []
         return Self.lines(bytes).compactMap(Self.entry)
     }
 
     /// Removes `name`'s history; `false` when there was none.
     public func remove(_ name: UserName) throws(StoreError) -> Bool {
-        let history: TrustedDirectory
-        do {
-            history = try TrustedDirectory(stateDirectory + "/" + Self.directoryName)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return false }
-            throw error
-        }
-        return try history.removeFile(name.value)
+        guard let history = try session.directory(stateDirectory + "/" + Self.directoryName) else { return false }
+        return try history.trusted.removeFile(name.value)
     }
 
     private func withLock(_ directory: borrowing TrustedDirectory, _ body: () throws(StoreError) -> Void) throws(StoreError) {
@@ -81,6 +83,8 @@ public struct FailureHistory: Sendable {
             throw .system("flock", path: directory.path, error)
         }
         guard locked else { throw .lockTimeout(path: directory.path) }
+        // The directory stays open in the session: its lock ends here, not when it closes.
+        defer { directory.descriptor.unlock() }
         try body()
     }
 

@@ -11,19 +11,22 @@ import PuffCore
 /// Read-modify-writes are serialized by `flock(LOCK_EX)` on a separate, never-renamed lock
 /// file `.NAME.lock` (user names cannot start with a dot). Readers need no lock: a rename
 /// shows them the old or the new counter, whole.
-public struct LockoutStore: Sendable {
+public struct LockoutStore {
     /// The state directory.
     public let directory: String
     /// How long to wait for another attempt on the same user, in seconds.
     public let lockWaitSeconds: Int64
+    /// What the operation holds open (the state directory is walked once per session).
+    let session: StoreSession
 
     /// The largest counter file accepted (older versions padded theirs to this size).
     static let fileSize = 512
 
     /// A store rooted at `directory`.
-    public init(directory: String, lockWaitSeconds: Int64) {
+    public init(directory: String, lockWaitSeconds: Int64, session: StoreSession = StoreSession()) {
         self.directory = directory
         self.lockWaitSeconds = lockWaitSeconds
+        self.session = session
     }
 
     /// The name of `name`'s lock file.
@@ -32,14 +35,8 @@ public struct LockoutStore: Sendable {
     /// The user's counter as stored now (for status displays and the pre-prompt check); an
     /// absent file is an empty tally, one that does not parse reads as locked until reset.
     public func read(_ name: UserName) throws(StoreError) -> Tally {
-        let state: TrustedDirectory
-        do {
-            state = try TrustedDirectory(directory)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return Tally() }
-            throw error
-        }
-        return try Self.load(name, from: state)
+        guard let state = try session.directory(directory) else { return Tally() }
+        return try Self.load(name, from: state.trusted)
     }
 
     /// Runs `body` with the user's counter locked exclusively. `body` writes with `save`
@@ -47,14 +44,13 @@ public struct LockoutStore: Sendable {
     /// decides, such as before a verification). Keep `body` short: the slow verification
     /// runs between two updates, never inside one, so a stopped process cannot hold the lock
     /// for longer than a read and a write.
-    public func update<Result>(_ name: UserName,
-                               _ body: (inout Tally, _ save: (Tally) throws(StoreError) -> Void) throws(StoreError) -> Result)
+    public func update<Result>(_ name: UserName, _ body: (inout Tally, _ save: Writer) throws(StoreError) -> Result)
         throws(StoreError) -> Result {
         let state = try openState()
         let lockPath = state.path + "/" + Self.lockName(name)
         let lockFile: FileDescriptor
         do {
-            lockFile = try state.descriptor.open(Self.lockName(name), O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
+            lockFile = try state.trusted.descriptor.open(Self.lockName(name), O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
                                                  mode: 0o600)
         } catch {
             throw Self.openError(error, path: lockPath)
@@ -62,16 +58,27 @@ public struct LockoutStore: Sendable {
         try TrustedDirectory.checkFile(lockFile, path: lockPath, .rootPrivate(maximumSize: 0))
         try lock(lockFile, exclusive: true, path: lockPath)
         // Read only after the lock is held: another process may have written it meanwhile.
-        var tally = try Self.load(name, from: state)
-        // `save` holds the state directory's raw descriptor, which `state` keeps open until this
-        // function returns, and writes through a duplicate of it: a closure that captured the
-        // non-copyable `state` itself would need its type metadata, which Embedded Swift lacks.
-        let stateDescriptor = state.descriptor.rawValue
-        let statePath = state.path
-        let save = { (next: Tally) throws(StoreError) -> Void in
-            try TrustedDirectory(duplicating: stateDescriptor, path: statePath).replaceFile(name.value, with: next.encoded())
+        var tally = try Self.load(name, from: state.trusted)
+        return try body(&tally, Writer(state: state, name: name))
+    }
+
+    /// How the body of `update` writes the user's counter (each write replaces the file).
+    public struct Writer {
+        let state: StoreSession.Directory
+        let name: UserName
+
+        /// Writes `tally` durably: the file and the rename are on disk when this returns.
+        public func callAsFunction(_ tally: Tally) throws(StoreError) {
+            try state.trusted.replaceFile(name.value, with: tally.encoded(), durability: .durable)
         }
-        return try body(&tally, save)
+
+        /// Writes `tally` when losing the write in a crash is safe, because it only lowers what
+        /// the counter on disk holds (settling a success): the new file is on disk before it
+        /// replaces the old one, so a crash leaves one or the other whole, but the rename is not
+        /// waited for (one fsync instead of two).
+        public func lowering(_ tally: Tally) throws(StoreError) {
+            try state.trusted.replaceFile(name.value, with: tally.encoded(), durability: .ordered)
+        }
     }
 
     private static func load(_ name: UserName, from state: borrowing TrustedDirectory) throws(StoreError) -> Tally {
@@ -111,22 +118,24 @@ public struct LockoutStore: Sendable {
             }
         } catch .lockTimeout {
             let state = try openState()
-            try state.replaceFile(name.value, with: cleared(try Self.load(name, from: state)).encoded())
+            try state.trusted.replaceFile(name.value, with: cleared(try Self.load(name, from: state.trusted)).encoded())
         }
-        if let state = try? TrustedDirectory(directory) { state.removeLeftovers(of: name.value) }
+        if let state = try? session.directory(directory) { state.trusted.removeLeftovers(of: name.value) }
     }
 
     /// Deletes `name`'s counter file; only inside `update(name)`, whose lock it still holds
     /// (removing an enrollment). An attempt that waited for that lock on the old file re-reads
     /// the record under it, finds none and writes nothing.
     public func removeWhileLocked(_ name: UserName) throws(StoreError) {
-        _ = try openState().removeFile(name.value)
+        _ = try openState().trusted.removeFile(name.value)
     }
 
-    private func openState() throws(StoreError) -> TrustedDirectory {
+    /// The state directory, created when missing.
+    private func openState() throws(StoreError) -> StoreSession.Directory {
+        if let open = session.held(directory) { return open }
         let made = directory.withCString { mkdir($0, 0o700) }
         if made != 0 && errno != EEXIST { throw .system("mkdir", path: directory, Errno.current) }
-        return try TrustedDirectory(directory)
+        return session.hold(try TrustedDirectory(directory))
     }
 
     private func lock(_ file: borrowing FileDescriptor, exclusive: Bool, path: String) throws(StoreError) {

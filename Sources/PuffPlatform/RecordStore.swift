@@ -7,12 +7,17 @@ import PuffCore
 ///     /etc/puff/host.key    32 random bytes, root 0600: the pepper, kept apart from the records
 ///     /etc/puff/puff.conf   optional configuration, root, not group/other-writable
 ///     /etc/puff/users/NAME  one record per user, root 0600
-public struct RecordStore: Sendable {
+public struct RecordStore {
     /// The store directory.
     public let directory: String
+    /// What the operation holds open (the store's directories are walked once per session).
+    let session: StoreSession
 
-    /// A store rooted at `directory`.
-    public init(directory: String) { self.directory = directory }
+    /// A store rooted at `directory`, its directories held by `session`.
+    public init(directory: String, session: StoreSession = StoreSession()) {
+        self.directory = directory
+        self.session = session
+    }
 
     static let usersDirectory = "users"
     static let picturesDirectory = "pictures"
@@ -33,31 +38,24 @@ public struct RecordStore: Sendable {
     /// next `settlePicture` (every login runs one) moves into place: never a record beside a
     /// picture it was not drawn on.
     public func stagePicture(_ bytes: [UInt8], for name: UserName) throws(StoreError) {
-        let root = try openRoot(create: true)
-        let pictures = try root.subdirectory(Self.picturesDirectory, create: true, mode: 0o755)
+        let pictures = try openSubdirectory(Self.picturesDirectory, mode: 0o755)
         // Temp pictures (up to 32 MiB each) that killed enrollments of older versions left
         // behind; this version's writes are unnamed until they are complete (`O_TMPFILE`).
-        pictures.removeLeftovers(of: Self.pendingPictureName(name))
-        pictures.removeLeftovers(of: name.value)
-        try pictures.replaceFile(Self.pendingPictureName(name), with: bytes, mode: 0o644)
+        pictures.trusted.removeLeftovers(of: Self.pendingPictureName(name))
+        pictures.trusted.removeLeftovers(of: name.value)
+        try pictures.trusted.replaceFile(Self.pendingPictureName(name), with: bytes, mode: 0o644)
     }
 
     /// Finishes a staged picture: moved into place when its digest is `expectedSHA256` (the
     /// record's). One that does not match is left alone (its enrollment never committed, or is
     /// still running; the next enrollment replaces it). Nothing staged costs one openat.
     public func settlePicture(for name: UserName, expectedSHA256: String) throws(StoreError) {
-        let pictures: TrustedDirectory
-        do {
-            pictures = try TrustedDirectory(directory + "/" + Self.picturesDirectory)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return }
-            throw error
-        }
+        guard let pictures = try session.directory(directory + "/" + Self.picturesDirectory) else { return }
         let pending = Self.pendingPictureName(name)
-        guard let bytes = try pictures.readFile(pending, .rootWritable(maximumSize: Self.maximumPictureSize)) else { return }
+        guard let bytes = try pictures.trusted.readFile(pending, .rootWritable(maximumSize: Self.maximumPictureSize)) else { return }
         guard SHA256.hex(bytes) == expectedSHA256 else { return }
         do {
-            try pictures.renameFile(pending, to: name.value)
+            try pictures.trusted.renameFile(pending, to: name.value)
         } catch {
             // A login and the enrollment itself may both settle; the second finds it done.
             if case .system(_, _, let errno) = error, errno.rawValue == ENOENT { return }
@@ -67,14 +65,8 @@ public struct RecordStore: Sendable {
 
     /// The stored picture of `name` (regular, root-owned, not writable by others, ≤ 32 MiB).
     public func loadPicture(_ name: UserName) throws(StoreError) -> [UInt8]? {
-        let pictures: TrustedDirectory
-        do {
-            pictures = try TrustedDirectory(directory + "/" + Self.picturesDirectory)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return nil }
-            throw error
-        }
-        return try pictures.readFile(name.value, .rootWritable(maximumSize: Self.maximumPictureSize))
+        guard let pictures = try session.directory(directory + "/" + Self.picturesDirectory) else { return nil }
+        return try pictures.trusted.readFile(name.value, .rootWritable(maximumSize: Self.maximumPictureSize))
     }
 
     /// Largest picture accepted.
@@ -84,15 +76,9 @@ public struct RecordStore: Sendable {
     /// The user's record, or `nil` only when there is none (ENOENT anywhere on the path).
     /// Any other problem — permissions, I/O, format, a record for another uid — throws.
     public func load(_ account: Account) throws(StoreError) -> UserRecord? {
-        let users: TrustedDirectory
-        do {
-            users = try TrustedDirectory(directory + "/" + Self.usersDirectory)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return nil }
-            throw error
-        }
+        guard let users = try session.directory(directory + "/" + Self.usersDirectory) else { return nil }
         let name = account.name.value
-        guard let bytes = try users.readFile(name, .rootPrivate(maximumSize: UserRecord.maximumEncodedSize)) else {
+        guard let bytes = try users.trusted.readFile(name, .rootPrivate(maximumSize: UserRecord.maximumEncodedSize)) else {
             return nil
         }
         let record: UserRecord
@@ -109,48 +95,30 @@ public struct RecordStore: Sendable {
 
     /// Writes `record` atomically, creating the directories (root 0700) when needed.
     public func save(_ record: UserRecord) throws(StoreError) {
-        let users = try openUsers(create: true)
-        users.removeLeftovers(of: record.user.value)
-        try users.replaceFile(record.user.value, with: record.encoded())
+        let users = try openSubdirectory(Self.usersDirectory)
+        users.trusted.removeLeftovers(of: record.user.value)
+        try users.trusted.replaceFile(record.user.value, with: record.encoded())
     }
 
     /// Deletes the user's record; `false` when there was none.
     public func remove(_ name: UserName) throws(StoreError) -> Bool {
-        let users: TrustedDirectory
-        do {
-            users = try openUsers(create: false)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return false }
-            throw error
-        }
-        return try users.removeFile(name.value)
+        guard let users = try session.directory(directory + "/" + Self.usersDirectory) else { return false }
+        return try users.trusted.removeFile(name.value)
     }
 
     /// Removes `name`'s picture and a staged one; `false` when there was neither.
     public func removePictures(_ name: UserName) throws(StoreError) -> Bool {
-        let pictures: TrustedDirectory
-        do {
-            pictures = try TrustedDirectory(directory + "/" + Self.picturesDirectory)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return false }
-            throw error
-        }
-        let picture = try pictures.removeFile(name.value)
-        let staged = try pictures.removeFile(Self.pendingPictureName(name))
+        guard let pictures = try session.directory(directory + "/" + Self.picturesDirectory) else { return false }
+        let picture = try pictures.trusted.removeFile(name.value)
+        let staged = try pictures.trusted.removeFile(Self.pendingPictureName(name))
         return picture || staged
     }
 
     /// The names that have a record (temp files and anything that is not a user name are skipped).
     public func enrolledNames() throws(StoreError) -> [UserName] {
-        let users: TrustedDirectory
+        guard let users = try session.directory(directory + "/" + Self.usersDirectory) else { return [] }
         do {
-            users = try openUsers(create: false)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return [] }
-            throw error
-        }
-        do {
-            return try users.descriptor.entries().compactMap(UserName.init).sorted { $0.value < $1.value }
+            return try users.trusted.descriptor.entries().compactMap(UserName.init).sorted { $0.value < $1.value }
         } catch {
             throw .system("readdir", path: users.path, error)
         }
@@ -158,34 +126,29 @@ public struct RecordStore: Sendable {
 
     /// The host key, or `nil` when it does not exist yet.
     public func loadHostKey() throws(StoreError) -> SecureBytes? {
-        let root: TrustedDirectory
-        do {
-            root = try TrustedDirectory(directory)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return nil }
-            throw error
-        }
-        return try Self.readHostKey(in: root)
+        guard let root = try session.directory(directory) else { return nil }
+        return try Self.readHostKey(in: root.trusted)
     }
 
     /// The host key, created (32 random bytes, root 0600) if it does not exist. Creation is
     /// serialised with `flock` on the store directory, so two enrollments at once cannot
     /// each write a different key.
     public func loadOrCreateHostKey() throws(StoreError) -> SecureBytes {
-        let root = try openRoot(create: true)
-        if let key = try Self.readHostKey(in: root) { return key }
+        let root = try openRoot()
+        if let key = try Self.readHostKey(in: root.trusted) { return key }
         let locked: Bool
         do {
-            locked = try root.descriptor.lock(exclusive: true, waitingAtMost: 30)
+            locked = try root.trusted.descriptor.lock(exclusive: true, waitingAtMost: 30)
         } catch {
             throw .system("flock", path: directory, error)
         }
         guard locked else { throw .lockTimeout(path: directory) }
-        if let key = try Self.readHostKey(in: root) { return key }
+        defer { root.trusted.descriptor.unlock() }
+        if let key = try Self.readHostKey(in: root.trusted) { return key }
         var key = try SecureBytes(count: PasscodeHasher.keyLength)
         Sodium.fillRandom(&key)
         try key.withBytes { bytes throws(StoreError) in
-            try root.replaceFile(Self.hostKeyName, with: bytes)
+            try root.trusted.replaceFile(Self.hostKeyName, with: bytes)
         }
         return key
     }
@@ -220,20 +183,20 @@ public struct RecordStore: Sendable {
         return try key.prefix(PasscodeHasher.keyLength)
     }
 
-    private func openRoot(create: Bool) throws(StoreError) -> TrustedDirectory {
-        if create {
-            // 0755 so helpers can reach pictures/; host.key (0600) and users/ (0700) stay private.
-            let made = directory.withCString { mkdir($0, 0o755) }
-            if made != 0 && errno != EEXIST { throw .system("mkdir", path: directory, Errno.current) }
-            let root = try TrustedDirectory(directory)
-            if made == 0 { try root.setMode(0o755) }
-            return root
-        }
-        return try TrustedDirectory(directory)
+    /// The store directory, created when missing.
+    private func openRoot() throws(StoreError) -> StoreSession.Directory {
+        if let open = session.held(directory) { return open }
+        // 0755 so helpers can reach pictures/; host.key (0600) and users/ (0700) stay private.
+        let made = directory.withCString { mkdir($0, 0o755) }
+        if made != 0 && errno != EEXIST { throw .system("mkdir", path: directory, Errno.current) }
+        let root = try TrustedDirectory(directory)
+        if made == 0 { try root.setMode(0o755) }
+        return session.hold(root)
     }
 
-    private func openUsers(create: Bool) throws(StoreError) -> TrustedDirectory {
-        let root = try openRoot(create: create)
-        return try root.subdirectory(Self.usersDirectory, create: create)
+    /// `users` or `pictures`, created (with the store) when missing.
+    private func openSubdirectory(_ name: String, mode: mode_t = 0o700) throws(StoreError) -> StoreSession.Directory {
+        if let open = session.held(directory + "/" + name) { return open }
+        return session.hold(try openRoot().trusted.subdirectory(name, create: true, mode: mode))
     }
 }

@@ -190,6 +190,12 @@ public struct FileDescriptor: ~Copyable {
         return true
     }
 
+    /// `flock(2)` with `LOCK_UN`. A lock on a descriptor that stays open (a directory a
+    /// `StoreSession` holds) lasts until this call, not until its user returns.
+    public func unlock() {
+        while flock(rawValue, LOCK_UN) != 0 && errno == EINTR {}
+    }
+
     /// Takes `flock(2)`, polling until `seconds` have passed; a bounded wait so one stuck
     /// process cannot hang every later login. Returns `false` on timeout.
     public func lock(exclusive: Bool, waitingAtMost seconds: Int64) throws(Errno) -> Bool {

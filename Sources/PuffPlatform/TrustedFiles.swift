@@ -119,6 +119,29 @@ public struct TrustedDirectory: ~Copyable {
         self.path = path
     }
 
+    /// Opens `name` in `parent` (a directory already walked and checked) and checks it as the
+    /// last step of a walk would: a real directory (no symlink followed), owned by root, not
+    /// group/other-writable. Reaching it through `parent`'s descriptor is as safe as a walk
+    /// from `/`: only root can replace an entry of a checked directory.
+    public init(_ name: String, in parent: borrowing TrustedDirectory) throws(StoreError) {
+        let path = parent.path + "/" + name
+        guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(UInt8(ascii: "/")) else {
+            throw .unsafe(path: path, reason: "not a directory name")
+        }
+        let directory: FileDescriptor
+        do {
+            directory = try parent.descriptor.open(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NOCTTY)
+        } catch {
+            if error.rawValue == ELOOP || error.rawValue == ENOTDIR {
+                throw .unsafe(path: path, reason: "not a directory (symlink?)")
+            }
+            throw .system("open", path: path, error)
+        }
+        try Self.check(directory, path: path, isFinal: true)
+        self.descriptor = directory
+        self.path = path
+    }
+
     private static func check(_ directory: borrowing FileDescriptor, path: String, isFinal: Bool) throws(StoreError) {
         let info: stat
         do {
@@ -204,13 +227,28 @@ public struct TrustedDirectory: ~Copyable {
         guard info.st_size >= 0, info.st_size <= requirement.maximumSize else { throw .tooLarge(path: path) }
     }
 
+    /// How much of a replacement must be on disk when `replaceFile` returns.
+    public enum Durability: Sendable {
+        /// The new content and the rename (file and directory fsynced): a crash after the
+        /// return leaves the new file.
+        case durable
+        /// The new content is on disk before the rename (file fsynced), the rename may not be:
+        /// a crash leaves the old file or the new one, whole. For a write whose loss is safe
+        /// (settling a success only lowers a count the old file holds).
+        case ordered
+        /// Nothing synced: a crash may leave the old file, the new one, or an empty or partly
+        /// written one. Only for what nothing depends on (the failure history).
+        case unsynced
+    }
+
     /// Replaces `name` atomically: an unnamed file in the same directory (`O_TMPFILE`), written,
     /// its size checked (a caller's RLIMIT_FSIZE cuts writes short), fsynced, then linked
     /// under a random temp name starting with `.` (never read as a record) and renamed over the
-    /// old one, and the directory fsynced. A crash leaves the old or the new file, never a mix;
-    /// a process that dies before the link leaves nothing. Filesystems without `O_TMPFILE`
-    /// get a named temp file from the start.
-    public func replaceFile(_ name: String, with bytes: UnsafeRawBufferPointer, mode: mode_t = 0o600) throws(StoreError) {
+    /// old one, and the directory fsynced (`durability` may leave out the syncs). A crash leaves
+    /// the old or the new file, never a mix; a process that dies before the link leaves
+    /// nothing. Filesystems without `O_TMPFILE` get a named temp file from the start.
+    public func replaceFile(_ name: String, with bytes: UnsafeRawBufferPointer, mode: mode_t = 0o600,
+                            durability: Durability = .durable) throws(StoreError) {
         let temporary = "." + name + ".tmp-" + Sodium.randomHex(byteCount: 8)
         let tempPath = path + "/" + temporary
         do throws(Errno) {
@@ -228,7 +266,7 @@ public struct TrustedDirectory: ~Copyable {
                 try file.writeAll(bytes)
                 let info = try file.status()
                 guard info.st_size == bytes.count else { throw Errno(EIO) }
-                try file.sync()
+                if durability != .unsynced { try file.sync() }
                 if !named {
                     try descriptor.link(file, as: temporary)
                     named = true
@@ -246,6 +284,7 @@ public struct TrustedDirectory: ~Copyable {
             try? descriptor.unlink(temporary)
             throw .system("rename", path: path + "/" + name, error)
         }
+        guard durability == .durable else { return }
         do {
             try descriptor.sync()
         } catch {
@@ -267,10 +306,11 @@ public struct TrustedDirectory: ~Copyable {
     }
 
     /// `replaceFile` for an array.
-    public func replaceFile(_ name: String, with bytes: [UInt8], mode: mode_t = 0o600) throws(StoreError) {
+    public func replaceFile(_ name: String, with bytes: [UInt8], mode: mode_t = 0o600,
+                            durability: Durability = .durable) throws(StoreError) {
         let failure = bytes.withUnsafeBytes { buffer -> StoreError? in
             do throws(StoreError) {
-                try replaceFile(name, with: buffer, mode: mode)
+                try replaceFile(name, with: buffer, mode: mode, durability: durability)
                 return nil
             } catch {
                 return error
@@ -309,7 +349,8 @@ public struct TrustedDirectory: ~Copyable {
         return true
     }
 
-    /// Opens (creating if needed, root 0700) the subdirectory `name`, checked like the rest.
+    /// Opens (creating if needed, root 0700) the subdirectory `name` through this directory's
+    /// descriptor, checked like the rest.
     public func subdirectory(_ name: String, create: Bool, mode: mode_t = 0o700) throws(StoreError) -> TrustedDirectory {
         var created = false
         if create {
@@ -320,7 +361,7 @@ public struct TrustedDirectory: ~Copyable {
                 if error.rawValue != EEXIST { throw .system("mkdir", path: path + "/" + name, error) }
             }
         }
-        let directory = try TrustedDirectory(path + "/" + name)
+        let directory = try TrustedDirectory(name, in: self)
         if created { try directory.setMode(mode) }
         return directory
     }

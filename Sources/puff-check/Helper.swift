@@ -38,13 +38,15 @@ enum Helper {
         let uid = getuid()
         do {
             try Sodium.initialize()
-            // Only the file and the defaults: an argument could lower the lockout.
-            let options = try Configuration.load(arguments: []).options
+            // Only the file and the defaults: an argument could lower the lockout. The
+            // configuration's directory (the store's) is walked once for the whole run.
+            let session = StoreSession()
+            let options = try Configuration.load(arguments: [], session: session).options
             guard let account = try Account.lookup(uid: uid) else {
                 HelperLog.write(LOG_NOTICE, "uid \(uid) has no account")
                 return HelperExit.failure
             }
-            let authenticator = Authenticator(options: options)
+            let authenticator = Authenticator(options: options, session: session)
             let subject = try authenticator.subject(for: account.name.value)
             switch operation {
             case .query:
