@@ -54,7 +54,7 @@ HARDEN_LINK := -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps module ldap-library cli helper locker man completions test demo bench gesture-eval race fuzz killsweep faults valgrind timing tsan \
+.PHONY: all build deps module ldap-library cli helper locker man completions test demo bench login-syscalls gesture-eval race fuzz killsweep faults valgrind timing tsan \
 	install install-files install-packages uninstall deb deb-test clean
 
 all: build
@@ -220,6 +220,14 @@ gesture-eval: module
 	$(SWIFT) build --product puff-enroll
 	$(SWIFT) build --product puff-pam-harness
 	PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/gesture-eval.sh
+
+# One login's file system calls (openat, walks from "/", fsync, renames) for a right passcode,
+# a right gesture and a wrong passcode, traced with strace (scripts/login-syscalls.sh; VERBOSE=1
+# lists them). Figures, not a test.
+login-syscalls: module
+	$(SWIFT) build --product puff-enroll
+	$(SWIFT) build --product puff-pam-harness
+	PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label login-syscalls -- bash scripts/login-syscalls.sh
 
 # Simultaneous attempts on one user through Puff and pam_faillock, counted side by side.
 race: module

@@ -145,14 +145,17 @@ printf '  %-52s %8s ms\n' "pam_unix, system yescrypt ($(getent shadow $USER_NAME
 printf '  %-52s %8s ms\n' "pam_faillock preauth, then pam_unix" "$(median_ms puff-bench-faillock $PASSCODE-unix)"
 
 # One login's file opens (strace): everything opened after libpam loads the module, except
-# shared libraries and libpam's own reads (/etc/pam.d, /proc/filesystems), and how many of
-# those start a walk from "/".
+# shared libraries and libpam's own reads (/etc/pam.d, /proc/filesystems), how many of those
+# start a walk from "/", and the fsyncs. (`make login-syscalls` lists them for a right
+# passcode, a right gesture and a wrong passcode.)
 opens_row() {  # opens_row LABEL SERVICE MODULE
-  local trace=$WORK/login.trace opens
-  strace -f -qq -e trace=openat,open -o "$trace" pamtester "$2" "$USER_NAME" authenticate <<<"$PASSCODE" >/dev/null 2>&1
-  opens=$(awk -v module="\"$3\"" 'index($0, module) {seen = 1; next}
+  local trace=$WORK/login.trace calls opens
+  strace -f -qq -e trace=openat,open,fsync,fdatasync -o "$trace" pamtester "$2" "$USER_NAME" authenticate <<<"$PASSCODE" >/dev/null 2>&1
+  calls=$(awk -v module="\"$3\"" 'index($0, module) {seen = 1; next}
     seen && !/\.so(\.[0-9]+)*"|ld\.so\.cache|"\/etc\/pam\.d\/|"\/proc\/filesystems"/' "$trace")
-  printf '  %-52s %8s (%s of "/")\n' "$1" "$(grep -c . <<<"$opens" || true)" "$(grep -c '"/",' <<<"$opens" || true)"
+  opens=$(grep -E ' (openat|open)\(' <<<"$calls" || true)
+  printf '  %-52s %8s (%s of "/"; %s fsync)\n' "$1" "$(grep -c . <<<"$opens" || true)" "$(grep -c '"/",' <<<"$opens" || true)" \
+    "$(grep -cE ' (fsync|fdatasync)\(' <<<"$calls" || true)"
 }
 opens_row "openat of one login through pam_puff (minimum cost)" puff-bench-min "$MODULE"
 if [ -n "$paired_baseline" ]; then

@@ -26,18 +26,21 @@ public struct FailureHistory {
     public let stateDirectory: String
     /// How long a writer waits for another.
     public let lockWaitSeconds: Int64
-    /// What the operation holds open (the state directory is walked once per session).
-    let session: StoreSession
+    /// The session given at creation; without one, every call opens the state directory anew (a
+    /// long-lived value then sees a directory replaced or made unsafe meanwhile).
+    private let given: StoreSession?
+    /// What this call holds open.
+    var session: StoreSession { given ?? StoreSession() }
     /// Lines kept per user.
     public static let capacity = 10
     static let directoryName = ".history"
     static let maximumSize = 8192
 
     /// A history under `stateDirectory`.
-    public init(stateDirectory: String, lockWaitSeconds: Int64, session: StoreSession = StoreSession()) {
+    public init(stateDirectory: String, lockWaitSeconds: Int64, session: StoreSession? = nil) {
         self.stateDirectory = stateDirectory
         self.lockWaitSeconds = lockWaitSeconds
-        self.session = session
+        self.given = session
     }
 
     /// Appends `entry` to `name`'s history, dropping the oldest beyond `capacity`. Nothing is

@@ -16,17 +16,20 @@ public struct LockoutStore {
     public let directory: String
     /// How long to wait for another attempt on the same user, in seconds.
     public let lockWaitSeconds: Int64
-    /// What the operation holds open (the state directory is walked once per session).
-    let session: StoreSession
+    /// The session given at creation; without one, every call opens the state directory anew (a
+    /// long-lived value then sees a directory replaced or made unsafe meanwhile).
+    private let given: StoreSession?
+    /// What this call holds open.
+    var session: StoreSession { given ?? StoreSession() }
 
     /// The largest counter file accepted (older versions padded theirs to this size).
     static let fileSize = 512
 
     /// A store rooted at `directory`.
-    public init(directory: String, lockWaitSeconds: Int64, session: StoreSession = StoreSession()) {
+    public init(directory: String, lockWaitSeconds: Int64, session: StoreSession? = nil) {
         self.directory = directory
         self.lockWaitSeconds = lockWaitSeconds
-        self.session = session
+        self.given = session
     }
 
     /// The name of `name`'s lock file.

@@ -10,13 +10,16 @@ import PuffCore
 public struct RecordStore {
     /// The store directory.
     public let directory: String
-    /// What the operation holds open (the store's directories are walked once per session).
-    let session: StoreSession
+    /// The session given at creation; without one, every call opens the store's directories anew (a
+    /// long-lived value then sees a directory replaced or made unsafe meanwhile).
+    private let given: StoreSession?
+    /// What this call holds open.
+    var session: StoreSession { given ?? StoreSession() }
 
-    /// A store rooted at `directory`, its directories held by `session`.
-    public init(directory: String, session: StoreSession = StoreSession()) {
+    /// A store rooted at `directory`, its directories held by `session` when one is given.
+    public init(directory: String, session: StoreSession? = nil) {
         self.directory = directory
-        self.session = session
+        self.given = session
     }
 
     static let usersDirectory = "users"
