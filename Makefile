@@ -24,14 +24,19 @@ SWIFTC      ?= swiftc
 # shared sources say `import Glibc` in both builds. Strings need the toolchain's Unicode tables,
 # floating point needs libm. Every function gets its own section and the linker drops the ones
 # nothing reaches (PuffCore and PuffPlatform also serve the CLI).
+# For size (docs/embedded-swift.md): the Swift modules are compiled to LLVM bitcode and
+# optimised together at the link (-lto=llvm-full, the toolchain's lld), where LLVM's machine
+# outliner shares repeated instruction sequences; lld folds identical functions (--icf=safe:
+# only those whose address nobody takes) and packs relative relocations (DT_RELR, glibc >= 2.36).
 EMBEDDED        := .build-embedded
 EMBEDDED_TARGET := x86_64-unknown-linux-gnu
 EMBEDDED_LIBDIR := $(shell d=$$(dirname "$$(readlink -f "$$(command -v $(SWIFTC))")"); echo "$$d/../lib/swift/embedded/$(EMBEDDED_TARGET)")
-EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARGET) -wmo -Osize \
+EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARGET) -wmo -Osize -lto=llvm-full \
 	-Xfrontend -function-sections -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM \
 	-I Sources/CAudit -I Sources/CPuffBuild/include -I Sources/CModuleStart/include -I Sources/CHelperStart/include \
 	-I Sources/CLDAP/include
-EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -lm -lsodium -lpam -laudit -Xlinker --gc-sections \
+EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -lm -lsodium -lpam -laudit -use-ld=lld -Xlinker --gc-sections \
+	-Xlinker --icf=safe -Xlinker -mllvm -Xlinker -enable-machine-outliner=always -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro -Xlinker --build-id
 CORE_SOURCES     := $(shell find Sources/PuffCore -name '*.swift' | sort)
 PLATFORM_SOURCES := $(shell find Sources/PuffPlatform -name '*.swift' | sort)
@@ -78,7 +83,13 @@ install-packages:
 
 module: deps build/pam_puff.so build/puff-ldap.so
 
-$(EMBEDDED)/Glibc.o: Embedded/Glibc/Glibc.swift Embedded/Glibc/CGlibc/shim.h Embedded/Glibc/CGlibc/module.modulemap
+# The embedded compiler and linker flags, as a stamp that changes only when they do: every
+# embedded object depends on Glibc.o, so a change of flags rebuilds them all.
+$(EMBEDDED)/flags: FORCE
+	@mkdir -p $(EMBEDDED)
+	@echo '$(EMBEDDED_FLAGS) $(EMBEDDED_LINK)' | cmp -s - $@ || echo '$(EMBEDDED_FLAGS) $(EMBEDDED_LINK)' > $@
+
+$(EMBEDDED)/Glibc.o: Embedded/Glibc/Glibc.swift Embedded/Glibc/CGlibc/shim.h Embedded/Glibc/CGlibc/module.modulemap $(EMBEDDED)/flags
 	mkdir -p $(EMBEDDED)
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name Glibc -emit-module -emit-module-path $(EMBEDDED)/Glibc.swiftmodule \
 		-c Embedded/Glibc/Glibc.swift -o $@

@@ -44,6 +44,8 @@ id "$USER_NAME" >/dev/null 2>&1 || useradd --system --no-create-home --shell /us
 echo "$USER_NAME:$PASSCODE-unix" | chpasswd   # a yescrypt hash made by chpasswd, in the private /etc
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR == 0) {print "-"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+# The first and third quartiles ("q1-q3"), for the spread of the paired ratios on a busy machine.
+quartiles() { sort -n | awk '{a[NR]=$1} END {if (NR == 0) {print "-"; exit} printf "%.2f-%.2f", a[int((NR+3)/4)], a[int((3*NR+3)/4)]}'; }
 now_us() { local t=$EPOCHREALTIME; echo "${t/./}"; }
 
 # 1. Loading. Stripped copies, flushed to disk: a page of a file still dirty in the page
@@ -133,11 +135,12 @@ ms_median() { printf '%s\n' "$@" | median | awk '{printf "%.2f", $1 / 1000}'; }
 echo "pamtester whole-process medians ($RUNS runs each):"
 printf '  %-52s %8s ms\n' "pam_permit (paired)" "$(ms_median "${permit[@]}")"
 printf '  %-52s %8s ms\n' "pam_puff, argon2id at minimum cost (t=1, 8 KiB) (paired)" "$(ms_median "${puff[@]}")"
-printf '  %-52s %8sx (goal <= 1.3)\n' "  pam_puff / pam_permit, median of the pairs" "$(printf '%s\n' "${ratios[@]}" | median | awk '{printf "%.2f", $1}')"
+printf '  %-52s %8sx (goal <= 1.3; quartiles %s)\n' "  pam_puff / pam_permit, median of the pairs" \
+  "$(printf '%s\n' "${ratios[@]}" | median | awk '{printf "%.2f", $1}')" "$(printf '%s\n' "${ratios[@]}" | quartiles)"
 if [ -n "$paired_baseline" ]; then
   printf '  %-52s %8s ms\n' "pam_puff-baseline, same store and cost (paired)" "$(ms_median "${baseline[@]}")"
-  printf '  %-52s %8sx\n' "  pam_puff-baseline / pam_permit, median of the pairs" \
-    "$(printf '%s\n' "${baseline_ratios[@]}" | median | awk '{printf "%.2f", $1}')"
+  printf '  %-52s %8sx (quartiles %s)\n' "  pam_puff-baseline / pam_permit, median of the pairs" \
+    "$(printf '%s\n' "${baseline_ratios[@]}" | median | awk '{printf "%.2f", $1}')" "$(printf '%s\n' "${baseline_ratios[@]}" | quartiles)"
 fi
 printf '  %-52s %8s ms\n' "pam_puff, default cost (t=1, 64 MiB)" "$(median_ms puff-bench-default $PASSCODE)"
 printf '  %-52s %8s ms\n' "pam_unix, system yescrypt ($(getent shadow $USER_NAME | cut -d'$' -f2,3 | tr -d '\n'))" \

@@ -161,9 +161,13 @@ public struct Tally: Equatable, Sendable {
         """.utf8)
     }
 
+    // Each version's keys written out (a `union` would link Set's merging code into the module).
     private static let version1Keys: Set<String> = ["failures", "last-failure", "locked-until"]
-    private static let version2Keys = version1Keys.union(["gesture-failures", "passcode-at", "passcode-boot", "admin-lock"])
-    private static let version3Keys = version2Keys.union(["serial", "cleared-serial"])
+    private static let version2Keys: Set<String> = ["failures", "last-failure", "locked-until",
+                                                    "gesture-failures", "passcode-at", "passcode-boot", "admin-lock"]
+    private static let version3Keys: Set<String> = ["failures", "last-failure", "locked-until",
+                                                    "gesture-failures", "passcode-at", "passcode-boot", "admin-lock",
+                                                    "serial", "cleared-serial"]
 
     /// Parses `encoded()` output strictly. Version 1 files (counters only) read as a tally
     /// whose passcode was never used, so the next login asks for the passcode.

@@ -138,9 +138,11 @@ public enum OptionParser {
             }
             return parsed
         }
-        func percent(_ range: ClosedRange<Double>) throws(OptionError) -> Double {
+        // The range is also given as text: interpolating a Double would link the floating-point
+        // formatter (6 KB) into the module for this one message.
+        func percent(_ range: ClosedRange<Double>, _ spelled: String) throws(OptionError) -> Double {
             guard let value = Self.decimal(try text()), range.contains(value) else {
-                throw OptionError(key: name, reason: "must be a percentage in \(range.lowerBound)...\(range.upperBound)")
+                throw OptionError(key: name, reason: "must be a percentage in " + spelled)
             }
             return value
         }
@@ -197,10 +199,10 @@ public enum OptionParser {
         case "passcode_interval": options.quickFactor.passcodeInterval = try duration()
         case "gesture_after_reboot": options.quickFactor.passcodeAfterReboot = !(try flag())
         case "lock_wait": options.lockWaitSeconds = try integer(1...600)
-        case "gesture_raster": options.gestureRasterPercent = try percent(0.5...25)
-        case "gesture_tolerance": options.gestureTolerancePercent = try percent(0.5...100)
-        case "gesture_hit_ratio": options.gestureHitRatioPercent = try percent(1...100)
-        case "gesture_overflow": options.gestureOverflowPercent = try percent(100...1000)
+        case "gesture_raster": options.gestureRasterPercent = try percent(0.5...25, "0.5...25.0")
+        case "gesture_tolerance": options.gestureTolerancePercent = try percent(0.5...100, "0.5...100.0")
+        case "gesture_hit_ratio": options.gestureHitRatioPercent = try percent(1...100, "1.0...100.0")
+        case "gesture_overflow": options.gestureOverflowPercent = try percent(100...1000, "100.0...1000.0")
         case "kdf_ops":
             options.kdf.iterations = UInt32(try integer(Int64(Argon2Parameters.iterationRange.lowerBound)...Int64(Argon2Parameters.iterationRange.upperBound)))
         case "kdf_mem_kib":

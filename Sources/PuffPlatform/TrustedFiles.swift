@@ -109,16 +109,6 @@ public struct TrustedDirectory: ~Copyable {
         self.path = path
     }
 
-    /// The directory open at `descriptor` (already walked and checked), through a new
-    /// descriptor (`F_DUPFD_CLOEXEC`) that this value owns; for closures, which cannot hold a
-    /// non-copyable value in Embedded Swift.
-    init(duplicating descriptor: Int32, path: String) throws(StoreError) {
-        let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
-        guard copy >= 0 else { throw .system("dup", path: path, Errno.current) }
-        self.descriptor = FileDescriptor(taking: copy)
-        self.path = path
-    }
-
     /// Opens `name` in `parent` (a directory already walked and checked) and checks it as the
     /// last step of a walk would: a real directory (no symlink followed), owned by root, not
     /// group/other-writable. Reaching it through `parent`'s descriptor is as safe as a walk
@@ -163,18 +153,8 @@ public struct TrustedDirectory: ~Copyable {
     public static func inParent<Result: ~Copyable>(of path: String,
                                         _ body: (borrowing TrustedDirectory, String) throws(StoreError) -> Result?)
         throws(StoreError) -> Result? {
-        guard path.hasPrefix("/"), let slash = path.lastIndex(of: "/"), slash != path.index(before: path.endIndex) else {
-            throw .configuration("\(path) is not an absolute file path")
-        }
-        let parent = slash == path.startIndex ? "/" : String(path[..<slash])
-        let directory: TrustedDirectory
-        do {
-            directory = try TrustedDirectory(parent)
-        } catch {
-            if isMissing(error) { return nil }
-            throw error
-        }
-        return try body(directory, String(path[path.index(after: slash)...]))
+        guard let (directory, name) = try StoreSession().parent(of: path) else { return nil }
+        return try body(directory.trusted, name)
     }
 
     /// True when `error` means "the thing does not exist" and nothing else.
