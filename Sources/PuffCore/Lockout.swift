@@ -178,22 +178,23 @@ public struct Tally: Equatable, Sendable {
                                             maximumSize: maximumEncodedSize,
                                             keys: isVersion1 ? version1Keys : isVersion2 ? version2Keys : version3Keys,
                                             optional: [])
-        // Canonical decimal only: Swift's parsers also take "+1", "-0" and "01".
-        func canonical<T: FixedWidthInteger>(_ key: String, _ type: T.Type) -> T? {
-            guard let text = fields[key], let value = T(text), String(value) == text else { return nil }
+        // Canonical decimal only: Swift's parsers also take "+1", "-0" and "01". Every field is a
+        // count or a time that cannot be negative: one parser (UInt64), then each field's range.
+        func canonical(_ key: String) -> UInt64? {
+            guard let text = fields[key], let value = UInt64(text), String(value) == text else { return nil }
             return value
         }
-        guard let failures = canonical("failures", UInt32.self),
-              let last = canonical("last-failure", Int64.self), last >= 0,
-              let until = canonical("locked-until", Int64.self), until >= 0 else {
+        guard let failures = canonical("failures").flatMap(UInt32.init(exactly:)),
+              let last = canonical("last-failure").flatMap(Int64.init(exactly:)),
+              let until = canonical("locked-until").flatMap(Int64.init(exactly:)) else {
             throw .badValue
         }
         var tally = Tally(failures: failures, lastFailure: last, lockedUntil: until)
         if isVersion1 { return tally }
-        guard let gestureFailures = canonical("gesture-failures", UInt32.self),
-              let passcodeAt = canonical("passcode-at", Int64.self), passcodeAt >= 0,
+        guard let gestureFailures = canonical("gesture-failures").flatMap(UInt32.init(exactly:)),
+              let passcodeAt = canonical("passcode-at").flatMap(Int64.init(exactly:)),
               let boot = fields["passcode-boot"], boot == "-" || BootID.isValid(boot),
-              let adminLock = canonical("admin-lock", UInt8.self), adminLock <= 1 else {
+              let adminLock = canonical("admin-lock"), adminLock <= 1 else {
             throw .badValue
         }
         tally.gestureFailures = gestureFailures
@@ -201,8 +202,8 @@ public struct Tally: Equatable, Sendable {
         tally.passcodeBoot = boot == "-" ? "" : boot
         tally.adminLock = adminLock == 1
         if isVersion2 { return tally }
-        guard let serial = canonical("serial", UInt64.self),
-              let cleared = canonical("cleared-serial", UInt64.self), cleared <= serial else {
+        guard let serial = canonical("serial"),
+              let cleared = canonical("cleared-serial"), cleared <= serial else {
             throw .badValue
         }
         tally.serial = serial
