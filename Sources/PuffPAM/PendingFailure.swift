@@ -69,8 +69,9 @@ extension ModuleContext {
             return .failure(error)
         }
         let options: PuffOptions
+        let session = StoreSession()
         do {
-            options = try Configuration.load(arguments: arguments, readingFile: geteuid() == 0).options
+            options = try Configuration.load(arguments: arguments, readingFile: geteuid() == 0, session: session).options
         } catch {
             log(LOG_ERR, "authsucc: \(error); the Puff failure stays counted")
             return .failure(error)
@@ -97,7 +98,7 @@ extension ModuleContext {
             return .ignore
         }
         do {
-            if try Authenticator(options: options).takeBack(pending.failure) {
+            if try Authenticator(options: options, session: session).takeBack(pending.failure) {
                 log(LOG_INFO, "user \(user): the system password was typed at Puff's prompt; Puff's failure taken back")
             }
         } catch {
