@@ -55,8 +55,16 @@ extension Authenticator {
             if fleetCacheEnabled { try fleetCache.remove(account.name) }
             return .notEnrolled(reason: "no Puff record in the directory")
         }
+        let counter = try Self.fleetCounter(found.entry)
+        if fleetCacheEnabled {
+            // A login refused here (locked) never reaches the attempt: the lock must reach the
+            // offline copy all the same.
+            try counters.update(account.name) { _, _ throws(StoreError) in
+                try refreshFleetCache(account, record: found.record, counter: counter)
+            }
+        }
         let local = try counters.read(account.name)
-        let tally = options.lockout.fleetTally(try Self.fleetCounter(found.entry), local: local)
+        let tally = options.lockout.fleetTally(counter, local: local)
         let time = now()
         return .enrolled(Enrolled(account: account, record: found.record, tally: tally,
                                   lock: options.lockout.status(of: tally, now: time, isRoot: account.uid == 0),
