@@ -38,7 +38,9 @@ struct Status: ParsableCommand {
             var anyRecord = false
             var lastCountedBy: String?
             var cacheLine: String?
+            var offlineNote: String?
             for name in names {
+                var offline = false
                 let account = try Account.lookup(name.value)
                 var record: UserRecord?
                 var tally: Tally
@@ -47,7 +49,18 @@ struct Status: ParsableCommand {
                 if options.directory.isEnabled, let account {
                     // Fleet mode: the directory's record and fleet-wide counter (FleetAuthenticator.swift).
                     let authenticator = Authenticator(options: options)
-                    let fleet = try authenticator.fleetStatus(of: account)
+                    let fleet: (record: UserRecord, tally: Tally, lastFailureHost: String?)?
+                    do {
+                        fleet = try authenticator.fleetStatus(of: account)
+                    } catch StoreError.directoryUnreachable(let why) where options.directory.cacheTTL > 0 {
+                        // Offline (a laptop away from the directory): what an offline login goes by.
+                        guard let copy = try authenticator.fleetOfflineStatus(of: account) else {
+                            throw StoreError.directoryUnreachable(why + "; no cached copy of \(name)'s record on this host")
+                        }
+                        fleet = (copy.record, copy.tally, nil)
+                        offline = true
+                        offlineNote = "The directory is unreachable (\(why)): shown are this host's cached copy and its local counter."
+                    }
                     record = fleet?.record
                     tally = try fleet?.tally ?? counters.read(name)
                     countedBy = fleet?.lastFailureHost
@@ -70,7 +83,7 @@ struct Status: ParsableCommand {
                     if options.directory.isEnabled {
                         row = String(row.dropLast()) + ", \"cache\": " + (cache.map {
                             "{\"age\": \($0.age), \"fresh\": \($0.fresh), \"offline_failures\": \($0.offlineFailures)}"
-                        } ?? "null") + "}"
+                        } ?? "null") + ", \"directory_unreachable\": \(offline)}"
                     }
                     rows.append(row)
                 } else {
@@ -101,6 +114,7 @@ struct Status: ParsableCommand {
                 }
                 if let lastCountedBy { Terminal.say("The latest fleet failure was counted by \(lastCountedBy).") }
                 if let cacheLine { Terminal.say(cacheLine) }
+                if let offlineNote { Terminal.say(offlineNote) }
             }
             if let name = names.first, user != nil, !anyRecord {
                 throw Failure(ExitCodes.unknown, "\(name) has nothing enrolled")

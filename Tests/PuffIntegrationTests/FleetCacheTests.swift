@@ -72,6 +72,7 @@ struct FleetCacheTests {
         let cached = try #require(try host1.status(user)["cache"] as? [String: Any])
         #expect((cached["age"] as? Int).map { (0...60).contains($0) } == true && cached["fresh"] as? Bool == true)
         #expect(cached["offline_failures"] as? Int == 0)
+        #expect(try host1.status(user)["directory_unreachable"] as? Bool == false)
         let text = try run(Artefacts.enroll, ["status", "--user", user] + host1.storeArguments)
         #expect(text.output.contains("This host has a cached copy of \(user)'s record for offline logins"), "\(text.output)")
 
@@ -90,6 +91,13 @@ struct FleetCacheTests {
         #expect(locked.status == PAMCode.authError)
         #expect(locked.lines.contains("ERROR Puff: too many failed attempts; try again in 1 minute."), "\(locked.output)")
         #expect(!locked.lines.contains { $0.hasPrefix("PROMPT") })
+        // `status` on the laptop shows what an offline login goes by.
+        let offlineStatus = try host1.status(user)
+        #expect(offlineStatus["directory_unreachable"] as? Bool == true, "\(offlineStatus)")
+        #expect(offlineStatus["failures"] as? Int == 3 && offlineStatus["locked"] as? Bool == true, "\(offlineStatus)")
+        #expect((offlineStatus["cache"] as? [String: Any])?["offline_failures"] as? Int == 3, "\(offlineStatus)")
+        let host2Status = try run(Artefacts.enroll, ["status", "--user", user] + host2.storeArguments)
+        #expect(host2Status.status != 0 && host2Status.errors.contains("no cached copy"), "\(host2Status.errors)")
         // The offline failures are in the log, named as such.
         let lines = capture.drain().filter { $0.contains("pam_puff") && $0.contains("user \(user)") }
         #expect(lines.filter { $0.contains("authentication failure (") && $0.contains("offline: the directory is unreachable") }.count == 3,

@@ -155,6 +155,13 @@ extension Authenticator {
         }
     }
 
+    /// What `puff-enroll status` shows while the directory is unreachable: the cached record
+    /// and the tally an offline login goes by; `nil` when this host has no cached copy.
+    public func fleetOfflineStatus(of account: Account) throws(StoreError) -> (record: UserRecord, tally: Tally)? {
+        guard let entry = try fleetCache.read(account) else { return nil }
+        return (entry.record, options.lockout.offlineTally(entry.counter, local: try counters.read(account.name)))
+    }
+
     /// What `puff-enroll status` shows of the cache: its age and the offline failures not
     /// yet pushed; `nil` when this host has no cached copy.
     public func fleetCacheStatus(of account: Account) throws(StoreError) -> (age: Int64, fresh: Bool, offlineFailures: UInt32)? {
