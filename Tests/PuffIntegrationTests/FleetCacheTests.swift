@@ -87,7 +87,8 @@ struct FleetCacheTests {
             #expect(wrong.status == PAMCode.authError, "\(wrong.output)")
         }
         #expect(try Self.cacheFields(cache)["offline-failures"] == "3")
-        let locked = try host1.authenticate(user, replies: [Self.passcode])
+        // As the user's own locker or su sees it (a discreet service shows every account the same).
+        let locked = try host1.authenticate(user, replies: [Self.passcode], bySelf: true)
         #expect(locked.status == PAMCode.authError)
         #expect(locked.lines.contains("ERROR Puff: too many failed attempts; try again in 1 minute."), "\(locked.output)")
         #expect(!locked.lines.contains { $0.hasPrefix("PROMPT") })
@@ -194,7 +195,7 @@ struct FleetCacheTests {
         #expect(try host1.authenticate(user, replies: [Self.passcode]).status == PAMCode.authError)
         #expect(try Self.cacheFields(cache)["failures"] == "3")
         directory.stop()
-        let offline = try host1.authenticate(user, replies: [Self.passcode])
+        let offline = try host1.authenticate(user, replies: [Self.passcode], bySelf: true)
         #expect(offline.status == PAMCode.authError, "\(offline.output)")
         #expect(offline.lines.contains { $0.contains("too many failed attempts") }, "\(offline.output)")
         // The local reset on host1 alone does not reach the directory: it is down, so the
