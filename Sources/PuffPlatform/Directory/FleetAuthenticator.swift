@@ -114,6 +114,7 @@ extension Authenticator {
             return .notEnrolled
         }
         // Failures counted while the directory was out of reach join the fleet's count first.
+        // (Two attempts at once may both push them: an over-count, the safe side.)
         var pushed: UInt32 = 0
         if fleetCacheEnabled, let pending = try fleetCache.read(account)?.offlineFailures, pending > 0 {
             for _ in 0..<min(pending, 64) {

@@ -32,10 +32,20 @@ extension Authenticator {
     /// the user's counter lock, which serializes every writer of the cache file); `pushed`
     /// offline failures were just added to the directory and leave the cache.
     func refreshFleetCache(_ account: Account, record: UserRecord, counter: FleetCounter, pushed: UInt32 = 0) throws(StoreError) {
-        let pending = try fleetCache.read(account)?.offlineFailures ?? 0
-        try fleetCache.write(FleetCacheEntry(record: record, fetched: now(), counter: counter,
+        let previous = try fleetCache.read(account)
+        let pending = previous?.offlineFailures ?? 0
+        let time = now()
+        // The same state, fetched within the last minute: no write (a login reads the entry
+        // two or three times; each write is an fsync).
+        if let previous, pushed == 0, previous.record == record, previous.counter == counter,
+           previous.fetched <= time, time - previous.fetched < Self.cacheRewriteInterval { return }
+        try fleetCache.write(FleetCacheEntry(record: record, fetched: time, counter: counter,
                                              offlineFailures: pending - min(pending, pushed)), for: account.name)
     }
+
+    /// How old an unchanged cached copy may get before a directory read rewrites it (its age
+    /// then lags the latest read by less than this).
+    static let cacheRewriteInterval: Int64 = 60
 
     /// `subject(for:)` offline.
     func fleetOfflineSubject(_ account: Account, unreachable why: String) throws(StoreError) -> Subject {
