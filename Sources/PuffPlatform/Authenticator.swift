@@ -319,6 +319,7 @@ public struct Authenticator {
     /// success or an administrator's reset cleared it since, or the counter is damaged.
     public func takeBack(_ failure: CountedFailure) throws(StoreError) -> Bool {
         let fleet = failure.countedInDirectory ? try fleetTakeBack(failure.user) : false  // FleetAuthenticator.swift
+        if !failure.countedInDirectory, options.directory.isEnabled { try fleetOfflineTakeBack(failure.user) }  // FleetOffline.swift
         return try counters.update(failure.user) { tally, save throws(StoreError) -> Bool in
             guard failure.after.serial > tally.clearedSerial, !tally.isDamaged, tally.failures > 0 else { return false }
             var next: Tally
@@ -358,9 +359,14 @@ public struct Authenticator {
     static func gestureProblem(_ secret: borrowing SecureBytes, _ template: GestureTemplate,
                                naming: Bool = false) -> String? {
         secret.withBytes { bytes -> String? in
-            let attempt: Gesture
+            var attempt: Gesture
             do throws(GestureFormatError) {
                 attempt = try GestureWire.parse(bytes)
+            } catch {
+                return "gesture rejected: \(error)"
+            }
+            defer { attempt.wipe() }
+            do throws(GestureFormatError) {
                 try attempt.requireSize(width: template.width, height: template.height)
             } catch {
                 return "gesture rejected: \(error)"
