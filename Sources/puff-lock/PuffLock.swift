@@ -3,6 +3,7 @@ import CLockX
 import CPAM
 import Glibc
 import PuffCore
+import PuffPlatform
 
 /// Exit statuses of `puff-lock`.
 enum LockExit {
@@ -38,7 +39,8 @@ struct PuffLock: ParsableCommand {
         replay of the drawings, and exits 0 when the user saves, 2 when they cancel (for \
         `puff-enroll gesture`). --draw and --show started as root continue as `nobody` once \
         the display is open and the picture read.
-        """
+        """,
+        version: BuildInfo.version
     )
 
     @Option(help: "The PAM service.")
