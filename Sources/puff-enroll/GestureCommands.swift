@@ -9,7 +9,10 @@ struct GestureCommand: ParsableCommand {
         commandName: "gesture",
         abstract: "Enroll a picture gesture: draw it once to define it, once more to confirm it.",
         discussion: """
-        Each gesture is one line in Puff's wire format (docs/gesture-format.md), read from the \
+        On a desktop (DISPLAY set) each gesture is drawn in a window on the picture (puff-lock \
+        --draw), and the template is then shown with a replay of the drawings (puff-lock --show) \
+        and saved only when accepted; on a terminal it is drawn with puff-pad. Otherwise each \
+        gesture is one line in Puff's wire format (docs/gesture-format.md), read from the \
         terminal without echo or, with --stdin, as lines of standard input. The confirmation \
         must verify against the first drawing, exactly as a login would; when the two differ a \
         lot a third drawing is asked for (a third line with --stdin). How far each part of the \

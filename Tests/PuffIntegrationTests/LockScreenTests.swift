@@ -487,11 +487,11 @@ struct LockScreenTests {
             let range = fields[0].split(separator: "-")
             guard range.count == 2, let start = UInt64(range[0], radix: 16), let end = UInt64(range[1], radix: 16), end > start else { continue }
             var buffer = [UInt8](repeating: 0, count: Int(end - start))
-            let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(bitPattern: start)) }
+            let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(truncatingIfNeeded: start)) }
             guard got > 0 else { continue }
             regions += 1
             let found = buffer.withUnsafeBytes { haystack in
-                pattern.withUnsafeBytes { memmem(haystack.baseAddress, got, $0.baseAddress, $0.count) != nil }
+                pattern.withUnsafeBytes { findBytes(haystack.baseAddress, got, $0.baseAddress, $0.count) != nil }
             }
             if found { return true }
         }
@@ -539,6 +539,11 @@ struct LockScreenTests {
         #expect(result.errors.contains("refusing to run as root"))
     }
 }
+
+/// glibc's memmem (a GNU extension the Glibc module does not declare).
+@_silgen_name("memmem")
+private func findBytes(_ haystack: UnsafeRawPointer?, _ haystackLength: Int, _ needle: UnsafeRawPointer?,
+                       _ needleLength: Int) -> UnsafeMutableRawPointer?
 
 /// Whether a child has not exited yet (it is not reaped here).
 func childIsRunning(_ pid: pid_t) -> Bool {
