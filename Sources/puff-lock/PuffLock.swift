@@ -213,7 +213,7 @@ struct PuffLock: ParsableCommand {
 
     /// `--show`: the template and the drawings from stdin; exit 0 when saved, 2 when cancelled.
     private func review(display: LockDisplay, picture: LockPicture) throws {
-        var input: TemplateReviewInput
+        let input: TemplateReviewInput
         do {
             input = try TemplateReviewInput.read(from: STDIN_FILENO, width: picture.width, height: picture.height)
         } catch {
@@ -221,9 +221,9 @@ struct PuffLock: ParsableCommand {
             throw ExitCode(1)
         }
         display.show()
-        let saved = TemplateReview(display: display, picture: picture, input: input, title: title,
+        // The review owns the points and wipes them when it ends.
+        let saved = TemplateReview(display: display, picture: picture, input: consume input, title: title,
                                    printLayout: printLayout).run()
-        input.wipe()
         guard saved else {
             Report.warn("cancelled")
             throw ExitCode(LockExit.cancelled)

@@ -94,13 +94,8 @@ struct TemplateReviewInput {
 
     /// Overwrites every point with zeros (the arrays' own storage, before it is released).
     mutating func wipe() {
-        func wipe(_ gesture: inout Gesture) {
-            for index in gesture.parts.indices {
-                gesture.parts[index].points.withUnsafeMutableBytes { wipeBytes($0) }
-            }
-        }
-        wipe(&template)
-        for index in drawings.indices { wipe(&drawings[index]) }
+        template.wipe()
+        for index in drawings.indices { drawings[index].wipe() }
     }
 }
 
@@ -110,7 +105,9 @@ struct TemplateReviewInput {
 final class TemplateReview {
     private let display: LockDisplay
     private let picture: LockPicture
-    private let input: TemplateReviewInput
+    /// Owned here alone (handed over with `consume`), so the wipe in `deinit` overwrites the
+    /// arrays themselves rather than a copy.
+    private var input: TemplateReviewInput
     private let title: String
     private let printLayout: Bool
     private let renderer: LockRenderer
@@ -216,5 +213,8 @@ final class TemplateReview {
         renderer.draw(scene, layout: layout, picture: picture, strokes: strokes)
     }
 
-    deinit { strokes.removeAll() }
+    deinit {
+        strokes.removeAll()
+        input.wipe()
+    }
 }
