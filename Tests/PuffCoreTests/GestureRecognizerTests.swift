@@ -71,13 +71,23 @@ struct GestureRecognizerTests {
     }
 
     @Test("the enroller refuses weak gestures with a reason", arguments: [
-        (Gesture(width: 1000, height: 750, parts: [tap(500, 300)]), GestureEnrollmentError.tooSimple),
-        (Gesture(width: 1000, height: 750, parts: [line(100, 100, 250, 100)]), .tooSimple),
+        (Gesture(width: 1000, height: 750, parts: [tap(500, 300)]), GestureEnrollmentError.tooFewParts(1)),
+        (Gesture(width: 1000, height: 750, parts: [line(100, 100, 900, 600)]), .tooFewParts(1)),
+        (Gesture(width: 1000, height: 750, parts: [line(100, 100, 600, 100), tap(800, 500)]), .tooFewParts(2)),
+        (Gesture(width: 1000, height: 750, parts: [tap(200, 100), tap(800, 600)]), .tooFewParts(2)),
         (Gesture(width: 1000, height: 750, parts: [tap(500, 300), tap(520, 310), tap(510, 330)]), .allInOneSpot),
-        (Gesture(width: 1000, height: 750, parts: [line(100, 100, 130, 100), tap(600, 500)]), .pathTooShort(part: 0, rasterPoints: 0)),
+        (Gesture(width: 1000, height: 750, parts: [line(100, 100, 130, 100), tap(600, 500), tap(800, 200)]),
+         .pathTooShort(part: 0, rasterPoints: 0)),
     ])
     func weak(gesture: Gesture, expected: GestureEnrollmentError) {
         #expect(throws: expected) { try GestureEnroller.build(drawings: [gesture, gesture]) }
+    }
+
+    @Test("the refusal of too few parts says how many to draw")
+    func tooFewPartsMessage() {
+        #expect(GestureEnrollmentError.tooFewParts(2).description
+                == "the gesture has 2 parts; draw at least 3 (taps, lines, circles), or someone who saw it once could copy it")
+        #expect(GestureEnrollmentError.tooFewParts(1).description.hasPrefix("the gesture has 1 part;"))
     }
 
     @Test("a confirmation that does not match is refused, naming the part")
