@@ -71,9 +71,10 @@ public enum GestureEnroller {
     /// part a little off, each on its own; what tells that copy from a genuine redraw (which
     /// moves everything together) is where the parts lie relative to each other. Two parts give
     /// a single relative offset, and a copy whose two errors point the same way then looks like
-    /// a redraw moved as a whole: `make gesture-eval` measured 16–23 % of such copies accepted on
-    /// two-part gestures at every setting that still accepts 98 % of genuine redraws, against
-    /// 4 % on three parts. Windows 8's picture password asks for three gestures too.
+    /// a redraw moved as a whole: `make gesture-eval` measured 18.7 % of such copies accepted on
+    /// two-part gestures at the default (14–25 % at the other settings tried), against 5.2 % on
+    /// three parts and 1.6 % on four (docs/gesture-format.md). Windows 8's picture password asks
+    /// for three gestures too. Checked only at enrollment: older templates keep working.
     public static let minimumVersion2Parts = 3
     /// Shortest path of a version-2 template, in fractions of the longest side: a shorter
     /// stroke is a smudge that one tap-sized guess covers, and its direction means little.
