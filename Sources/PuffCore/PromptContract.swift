@@ -1,7 +1,8 @@
 /// What a conversation prompt asks for, read by the rules of docs/prompt-contract.md: the
 /// parser every helper that answers Puff's prompts shares (`puff-pad login`, `puff-lock`).
 public enum PuffPrompt: Equatable, Sendable {
-    /// `Puff passcode or gesture [TYPE]: ` (`nil` for a TYPE this pad does not know).
+    /// `Puff passcode or gesture [TYPE]: ` (`nil` for a TYPE this pad does not know, or for
+    /// `Puff passcode or gesture: ` without a TYPE).
     case passcodeOrGesture(PasscodeType?)
     /// `Puff passcode [TYPE]: `
     case passcodeOnly(PasscodeType?)
@@ -20,6 +21,9 @@ public enum PuffPrompt: Equatable, Sendable {
         let body = text.dropFirst("Puff ".count).dropLast(": ".count)
         if body == "gesture" {
             self = .gestureOnly
+        } else if body == "passcode or gesture" {
+            // A root-run service whose caller is not the user names no keypad.
+            self = .passcodeOrGesture(nil)
         } else if body.hasPrefix("passcode or gesture [") && body.hasSuffix("]") {
             self = .passcodeOrGesture(Self.type(body.dropFirst("passcode or gesture [".count).dropLast()))
         } else if body.hasPrefix("passcode [") && body.hasSuffix("]") {

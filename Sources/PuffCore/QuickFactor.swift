@@ -89,6 +89,10 @@ public enum Acceptance: Equatable, Sendable {
     public static let unenrolled = Acceptance.passcodeOnly(.digits6, because: nil)
 
     /// The conversation prompt.
+    /// The prompt of a root-run service whose caller is not the user (su to another
+    /// account, sshd, login): the same for every account, so it names no keypad.
+    public static let discreetPrompt = "Puff passcode or gesture: "
+
     public var prompt: String {
         switch self {
         case .passcodeOrGesture(let type): "Puff passcode or gesture [\(type.keypad)]: "

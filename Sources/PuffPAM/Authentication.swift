@@ -88,6 +88,12 @@ extension ModuleContext {
                 return .denied
             }
         }
+        // A root-run service where the caller is not the user (su to another account, sshd,
+        // login): the prompt and every message are the same for every account name, enrolled
+        // with any type, not enrolled or no account at all, locked or not (issue 11, item 9).
+        // The keypad and lock hints stay where the caller is the user: their own screen
+        // locker or pad (the helper path), su or sudo to themselves.
+        let discreet = !unprivileged && !callerIsUser(rawName)
         let backend: Backend
         let preflight: Backend.Preflight
         do {
@@ -98,17 +104,16 @@ extension ModuleContext {
         }
 
         let acceptance = preflight.acceptance
+        let damaged = preflight.counterDamaged ? " (the counter file does not parse; puff-enroll reset rewrites it)" : ""
         if let reason = preflight.notEnrolledReason {
             if options.nullOK {
                 if options.debug { log(LOG_DEBUG, "user \(userForLog): \(reason); ignored (nullok)") }
                 return .ignore
             }
-        } else {
+        } else if !discreet {
             let status = preflight.lock
             if status != .open {
-                log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))"
-                    + (preflight.counterDamaged ? " (the counter file does not parse; puff-enroll reset rewrites it)" : "")
-                    + "; \(attemptContext())")
+                log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))\(damaged); \(attemptContext())")
                 audit(.refusedWhileLocked, backend)
                 complain(lockMessage(status), silent: silent)
                 return .denied
@@ -128,7 +133,7 @@ extension ModuleContext {
 
         // One prompt from the contract and one round, for every user, enrolled or not.
         let secret: SecureBytes
-        switch obtainSecret(options, prompt: acceptance.prompt) {
+        switch obtainSecret(options, prompt: discreet ? Acceptance.discreetPrompt : acceptance.prompt) {
         case .secret(let bytes):
             secret = bytes
         case .empty:
@@ -136,7 +141,7 @@ extension ModuleContext {
             return .denied
         case .tooLong:
             log(LOG_NOTICE, "user \(userForLog): reply longer than \(Self.maximumReplyLength) bytes; not counted")
-            complain("Puff: wrong passcode.", silent: silent)
+            complain(discreet ? Self.discreetRefusal("passcode") : "Puff: wrong passcode.", silent: silent)
             return .denied
         case .failed(let code):
             log(LOG_NOTICE, "user \(userForLog): conversation failed (PAM code \(code)); not counted")
@@ -152,6 +157,11 @@ extension ModuleContext {
             log(LOG_ERR, "user \(userForLog): \(error); failing closed")
             return .failure(error)
         }
+        /// The message after the reply: the outcome's own, or in a discreet service the one
+        /// every account gets for this kind of reply.
+        func tell(_ message: String) {
+            complain(discreet ? Self.discreetRefusal(noun) : message, silent: silent)
+        }
         switch outcome {
         case .success(let rehashed):
             log(LOG_INFO, "user \(userForLog): \(noun) accepted\(rehashed ? "; hash upgraded to the current cost" : "")")
@@ -162,7 +172,7 @@ extension ModuleContext {
             }
             logAuthenticationFailure(user: rawName ?? "(invalid)")
             log(LOG_NOTICE, "user \(userForLog): authentication failure")
-            complain("Puff: wrong \(noun).", silent: silent)
+            tell("Puff: wrong \(noun).")
             return .denied
         case .failure(let failures, let lock, let detail):
             // For an `authsucc` line after the password module: if that module accepts this
@@ -180,23 +190,40 @@ extension ModuleContext {
             logAuthenticationFailure(user: rawName ?? "(invalid)")
             log(LOG_NOTICE, "user \(userForLog): authentication failure (\(failures) in a row)\(detail.isEmpty ? "" : "; " + detail)")
             if lock == .open {
-                complain("Puff: wrong \(noun).", silent: silent)
+                tell("Puff: wrong \(noun).")
             } else {
                 log(LOG_WARNING, "user \(userForLog): \(describe(lock))")
                 audit(.locked(untilReset: lock == .lockedUntilReset), backend)
-                complain("Puff: wrong \(noun). " + lockMessage(lock, prefix: false), silent: silent)
+                tell("Puff: wrong \(noun). " + lockMessage(lock, prefix: false))
             }
             return .denied
         case .locked(let status):
-            log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status)); \(attemptContext())")
+            log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))\(damaged); \(attemptContext())")
             audit(.refusedWhileLocked, backend)
-            complain(lockMessage(status), silent: silent)
+            // Discreet: as long as a wrong passcode takes, so the time does not tell either.
+            if discreet { backend.runDummyVerification(secret) }
+            tell(lockMessage(status))
             return .denied
         case .passcodeRequired(let reason):
             log(LOG_NOTICE, "user \(userForLog): gesture refused unread, passcode required: \(reason.text)")
-            complain("Puff: passcode required: \(reason.text).", silent: silent)
+            tell("Puff: passcode required: \(reason.text).")
             return .denied
         }
+    }
+
+    /// Whether the real uid is the user's own and not root (su or sudo to oneself): then the
+    /// caller may see the user's keypad and lock state. sshd and login run with uid 0.
+    private func callerIsUser(_ rawName: String?) -> Bool {
+        let uid = getuid()
+        guard uid != 0, let rawName, let account = (try? Account.lookup(uid: uid)) ?? nil else { return false }
+        return account.name.value == rawName
+    }
+
+    /// The one failure message of a discreet service, by the kind of reply only.
+    static func discreetRefusal(_ noun: String) -> String {
+        noun == "gesture"
+            ? "Puff: not accepted (a wrong gesture, too many failed attempts, or only the passcode is accepted now)."
+            : "Puff: not accepted (a wrong passcode, or too many failed attempts)."
     }
 
     private func obtainSecret(_ options: PuffOptions, prompt: String) -> Reply {

@@ -58,6 +58,15 @@ enum Backend {
         }
     }
 
+    /// The work of a wrong passcode's verification, for an attempt refused unread whose
+    /// time must not tell (a discreet service); errors change nothing.
+    func runDummyVerification(_ secret: borrowing SecureBytes) {
+        switch self {
+        case .direct(let authenticator, _): try? authenticator.runDummyVerification(secret)
+        case .helper: break
+        }
+    }
+
     /// One attempt.
     /// `counted` is set when this process counted a failure it could take back (root only:
     /// the helper keeps its counting to itself).

@@ -359,7 +359,8 @@ public struct Authenticator {
         }
     }
 
-    func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
+    /// The work of verifying a wrong passcode, against a dummy hash.
+    public func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
         // The host key if there is one, so the cost matches a real attempt.
         let key: SecureBytes
         switch try records.loadHostKey() {

@@ -81,7 +81,20 @@ enum Helper {
         }
         let kind = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
         let before = state(of: subject)
-        let outcome = try authenticator.attempt(secret, for: subject)
+        var counted: Authenticator.CountedFailure?
+        let outcome = try authenticator.attempt(secret, for: subject, counted: &counted)
+        // The system password typed at Puff's prompt (a screen locker whose stack falls back
+        // to the password) is no Puff failure: the helper checks it itself, once for this
+        // counted attempt, and takes the attempt back (as the module's `authsucc` line does
+        // as root). Every other wrong answer stays counted, so this is no extra guess.
+        if case .failure = outcome, let counted, kind == "passcode",
+           SystemPassword.verify(user: account.name.value, proof: secret), try authenticator.takeBack(counted) {
+            HelperLog.write(LOG_INFO, "user \(account.name): the system password was typed at Puff's prompt; "
+                            + "Puff's failure taken back")
+            var result = state(of: try authenticator.subject(for: account.name.value))
+            result.outcome = .failure
+            return write(result) ? HelperExit.refused : HelperExit.failure
+        }
         var result = before
         switch outcome {
         case .success:

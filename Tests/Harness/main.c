@@ -25,6 +25,10 @@
  * microseconds) and how many times the module called the conversation function:
  *
  *   TIMING <microseconds> ROUNDS <n>
+ *
+ * --caller UID runs the transaction with UID as the real uid and root as the effective uid,
+ * as a setuid-root application started by UID would (su or sudo to oneself when UID is the
+ * user's own). Without it, the real uid is root's, as in sshd or login.
  */
 #define _GNU_SOURCE
 #include <security/pam_appl.h>
@@ -136,6 +140,7 @@ struct options {
     const char *confdir, *service, *user, *op, *authtok, *wait_fifo;
     const char *rhost, *tty, *ruser;   /* PAM_RHOST, PAM_TTY, PAM_RUSER when given */
     int no_user, repeat, threads, fd_check, time;
+    long caller;                       /* the real uid with --caller, else -1 */
     struct script script;
 };
 
@@ -225,7 +230,7 @@ static void *thread_main(void *data) {
 }
 
 int main(int argc, char **argv) {
-    struct options options = { .service = "puff-test", .user = "", .op = "auth", .repeat = 1 };
+    struct options options = { .service = "puff-test", .user = "", .op = "auth", .repeat = 1, .caller = -1 };
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -271,9 +276,11 @@ int main(int argc, char **argv) {
         else if (strcmp(arg, "--time") == 0) options.time = 1;
         else if (strcmp(arg, "--repeat") == 0) { const char *n; TAKE(n); options.repeat = atoi(n); }
         else if (strcmp(arg, "--threads") == 0) { const char *n; TAKE(n); options.threads = atoi(n); }
+        else if (strcmp(arg, "--caller") == 0) { const char *n; TAKE(n); options.caller = atol(n); }
         else { fprintf(stderr, "unknown argument %s\n", arg); return 100; }
 #undef TAKE
     }
+    if (options.caller >= 0 && setresuid((uid_t)options.caller, 0, 0) != 0) { perror("setresuid"); return 100; }
     if (options.wait_fifo) {
         /* A barrier: opening a FIFO for reading blocks until the test opens it for writing,
            and reading returns end-of-file when the test closes it, releasing every process at once. */

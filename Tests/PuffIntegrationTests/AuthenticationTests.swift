@@ -15,7 +15,10 @@ struct AuthenticationTests {
         #expect(try fixture.enroll(user, "604917").status == 0)
         let result = try fixture.authenticate(user, replies: ["604917"])
         #expect(result.status == PAMCode.success)
-        #expect(result.lines == ["PROMPT echo-off Puff passcode [6 digits]: ", "RESULT 0 Success"])
+        #expect(result.lines == [Discreet.prompt, "RESULT 0 Success"])
+        // The user's own su or sudo names the keypad.
+        let bySelf = try fixture.authenticate(user, replies: ["604917"], bySelf: true)
+        #expect(bySelf.lines == ["PROMPT echo-off Puff passcode [6 digits]: ", "RESULT 0 Success"])
         #expect(try fixture.failures(user) == 0)
     }
 
@@ -24,8 +27,11 @@ struct AuthenticationTests {
         try fixture.enroll(user, "604917")
         let result = try fixture.authenticate(user, replies: ["604918"])
         #expect(result.status == PAMCode.authError)
-        #expect(result.lines.contains("ERROR Puff: wrong passcode."))
+        #expect(result.lines == [Discreet.prompt, Discreet.passcodeRefused, "RESULT 7 Authentication failure"])
         #expect(try fixture.failures(user) == 1)
+        let bySelf = try fixture.authenticate(user, replies: ["604918"], bySelf: true)
+        #expect(bySelf.lines.contains("ERROR Puff: wrong passcode."), "\(bySelf.lines)")
+        #expect(try fixture.failures(user) == 2)
     }
 
     @Test func unknownUserLooksLikeAWrongPasscode() throws {
@@ -63,7 +69,7 @@ struct AuthenticationTests {
         // the right one reaches pam_deny (proving it was a success, not an ignore).
         let wrong = try fixture.authenticate(user, replies: ["111333"], service: "puff-nullok")
         #expect(wrong.status == PAMCode.authError)
-        #expect(wrong.output.contains("ERROR Puff: wrong passcode."))
+        #expect(wrong.lines.contains(Discreet.passcodeRefused), "\(wrong.lines)")
         let right = try fixture.authenticate(user, replies: ["604917"], service: "puff-nullok")
         #expect(right.status == PAMCode.authError)
         #expect(!right.output.contains("ERROR"))
@@ -82,13 +88,18 @@ struct AuthenticationTests {
         let fixture = try Fixture(moduleArguments: "deny=3 delays=10m")
         try fixture.enroll(user, "604917")
         for _ in 0..<2 {
-            #expect(try fixture.authenticate(user, replies: ["111333"]).lines.contains("ERROR Puff: wrong passcode."))
+            #expect(try fixture.authenticate(user, replies: ["111333"], bySelf: true).lines.contains("ERROR Puff: wrong passcode."))
         }
-        let third = try fixture.authenticate(user, replies: ["111333"])
+        let third = try fixture.authenticate(user, replies: ["111333"], bySelf: true)
         #expect(third.lines.contains("ERROR Puff: wrong passcode. Too many failed attempts; try again in 10 minutes."))
-        let locked = try fixture.authenticate(user, replies: ["604917"])
+        let locked = try fixture.authenticate(user, replies: ["604917"], bySelf: true)
         #expect(locked.status == PAMCode.authError)
         #expect(locked.lines.first == "ERROR Puff: too many failed attempts; try again in 10 minutes.")
+        // A discreet service prompts the locked account like any other and says what it says
+        // to every account; the right passcode is still refused, and nothing more is counted.
+        let discreet = try fixture.authenticate(user, replies: ["604917"])
+        #expect(discreet.status == PAMCode.authError)
+        #expect(discreet.lines == [Discreet.prompt, Discreet.passcodeRefused, "RESULT 7 Authentication failure"])
         let status = try fixture.status(user)
         #expect(status["locked"] as? Bool == true)
         #expect(status["failures"] as? Int == 3)
@@ -108,7 +119,7 @@ struct AuthenticationTests {
         let fixture = try Fixture(moduleArguments: "deny=2 unlock_time=0")
         try fixture.enroll(user, "604917")
         for _ in 0..<2 { try fixture.authenticate(user, replies: ["111333"]) }
-        let locked = try fixture.authenticate(user, replies: ["604917"])
+        let locked = try fixture.authenticate(user, replies: ["604917"], bySelf: true)
         #expect(locked.lines.first == "ERROR Puff: too many failed attempts; locked until an administrator resets it.")
         let reset = try run(Artefacts.enroll, ["reset", "--user", user] + fixture.storeArguments)
         #expect(reset.status == 0)
@@ -158,7 +169,7 @@ struct AuthenticationTests {
         try fixture.service("try_first_pass")
         let prompted = try fixture.authenticate(user, replies: ["604917"])
         #expect(prompted.status == PAMCode.success)
-        #expect(prompted.output.contains("PROMPT echo-off Puff passcode [6 digits]: "))
+        #expect(prompted.lines.contains(Discreet.prompt))
         #expect(try fixture.failures(user) == 0)
     }
 
@@ -166,7 +177,9 @@ struct AuthenticationTests {
         let fixture = try Fixture(moduleArguments: "silent")
         try fixture.enroll(user, "604917", type: "alphanumeric")
         let result = try fixture.authenticate(user, replies: ["111333"])
-        #expect(result.lines == ["PROMPT echo-off Puff passcode [text]: ", "RESULT 7 Authentication failure"])
+        #expect(result.lines == [Discreet.prompt, "RESULT 7 Authentication failure"])
+        let bySelf = try fixture.authenticate(user, replies: ["111333"], bySelf: true)
+        #expect(bySelf.lines == ["PROMPT echo-off Puff passcode [text]: ", "RESULT 7 Authentication failure"])
     }
 
     @Test func storeProblemsFailClosedEvenWithNullok() throws {

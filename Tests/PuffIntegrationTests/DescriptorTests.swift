@@ -44,7 +44,8 @@ struct DescriptorTests {
         try check(fixture, unenrolled, replies: ["604917"], expect: PAMCode.authError, "no record")
         try check(fixture, "puff-no-such-user", replies: ["604917"], expect: PAMCode.authError, "no account")
         try check(fixture, unenrolled, replies: [""], expect: PAMCode.authError, "empty reply")
-        try check(fixture, user, replies: [], extra: ["--conv-error"], expect: PAMCode.authError, "conversation error while locked")
+        // A discreet service prompts a locked account like any other, so the conversation error shows.
+        try check(fixture, user, replies: [], extra: ["--conv-error"], expect: PAMCode.conversationError, "conversation error while locked")
         let other = try Fixture()
         try other.enroll(user, "604917")
         try check(other, user, replies: [], extra: ["--conv-error"], expect: PAMCode.conversationError, "conversation error")

@@ -92,7 +92,7 @@ struct GestureLoginTests {
         for (index, attempt) in attempts.enumerated() {
             let result = try fixture.authenticate(user, replies: [attempt])
             #expect(result.status == PAMCode.authError, "attempt \(index)")
-            #expect(result.lines.contains("ERROR Puff: wrong gesture."), "attempt \(index)")
+            #expect(result.lines.contains(Discreet.gestureRefused), "attempt \(index): \(result.lines)")
         }
         #expect(try fixture.failures(user) == attempts.count)
         // The genuine gesture still works and clears the counter.

@@ -105,7 +105,7 @@ struct HardeningTests {
         let fixture = try Fixture()
         #expect(try fixture.enroll(user, Self.right).status == 0)
         try fixture.write(fixture.state + "/" + user, "puff-tally 2\nfailures 1", mode: 0o600)
-        let locked = try fixture.authenticate(user, replies: [Self.right])
+        let locked = try fixture.authenticate(user, replies: [Self.right], bySelf: true)
         #expect(locked.status == PAMCode.authError, "\(locked.output)")
         #expect(locked.lines.contains("ERROR Puff: too many failed attempts; locked until an administrator resets it."),
                 "\(locked.output)")
@@ -421,7 +421,7 @@ struct HardeningTests {
         let fixture = try Fixture(moduleArguments: "deny=20 max_failures=3")
         #expect(try fixture.enroll(user, Self.right).status == 0)
         for _ in 1...3 { try fixture.authenticate(user, replies: [Self.wrong]) }
-        let capped = try fixture.authenticate(user, replies: [Self.right])
+        let capped = try fixture.authenticate(user, replies: [Self.right], bySelf: true)
         #expect(capped.status == PAMCode.authError)
         #expect(capped.lines.contains("ERROR Puff: too many failed attempts; locked until an administrator resets it."),
                 "\(capped.output)")

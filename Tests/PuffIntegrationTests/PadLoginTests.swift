@@ -38,9 +38,16 @@ struct PadLoginTests {
         return fixture
     }
 
-    func login(_ fixture: Fixture, _ user: String) throws -> TmuxPane {
-        try TmuxPane([Artefacts.pad, "login", "--user", user, "--dir", fixture.etc, "--pam-confdir", fixture.pamDirectory,
-                      "--service", "puff-test", "--attempts", "1"])
+    /// `puff-pad login` for `user`. `bySelf`: with the user's uid as the real uid (root stays
+    /// the effective one), as a setuid-root pad started by the user would run, so the module
+    /// names the keypad and the lock state; otherwise as root's, where the module is discreet
+    /// (the same prompt and messages for every account).
+    func login(_ fixture: Fixture, _ user: String, bySelf: Bool = true) throws -> TmuxPane {
+        let command = [Artefacts.pad, "login", "--user", user, "--dir", fixture.etc, "--pam-confdir", fixture.pamDirectory,
+                       "--service", "puff-test", "--attempts", "1"]
+        guard bySelf else { return try TmuxPane(command) }
+        let uid = try #require(getpwnam(user)).pointee.pw_uid
+        return try TmuxPane(["/usr/bin/setpriv", "--ruid=\(uid)"] + command)
     }
 
     @Test func genuineGestureIsAccepted() throws {
@@ -126,6 +133,21 @@ struct PadLoginTests {
         try pane.type(Self.passcode)
         let result = try pane.finished()
         #expect(result.status == 0, "\(result.errors)")
+    }
+
+    /// Run by root for another user the module is discreet (no keypad type in the prompt):
+    /// the pad says there is no picture, takes a passcode of any type, and the right one logs in.
+    @Test func aDiscreetPromptStillLogsIn() throws {
+        let user = try TestUsers.ensure("puff-it-pad")
+        let fixture = try Fixture()
+        #expect(try fixture.enroll(user, Self.passcode).status == 0)
+        let pane = try login(fixture, user, bySelf: false)
+        try pane.waitFor("type the passcode")
+        try pane.type(Self.passcode)
+        try pane.key("Enter")
+        let result = try pane.finished()
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.errors.contains("authenticated \(user)"))
     }
 
     /// `puff-enroll gesture` on a terminal runs the pad for both steps (define, confirm); the

@@ -46,30 +46,30 @@ struct QuickFactorTests {
     @Test func promptsTellTheHelperWhatIsAccepted() throws {
         let fixture = try Fixture(moduleArguments: "deny=100")
         try GestureLoginTests().enrolled(fixture, user)
-        #expect(prompt(try fixture.authenticate(user, replies: [gesture])) == "PROMPT echo-off Puff gesture: ")
+        #expect(prompt(try fixture.authenticate(user, replies: [gesture], bySelf: true)) == "PROMPT echo-off Puff gesture: ")
         try fixture.enroll(user, "1590", type: "digits4")
-        let both = try fixture.authenticate(user, replies: [gesture])
+        let both = try fixture.authenticate(user, replies: [gesture], bySelf: true)
         #expect(both.status == PAMCode.success)
         #expect(prompt(both) == "PROMPT echo-off Puff passcode or gesture [4 digits]: ")
         try fixture.enroll(user, "95173", type: "numeric")
-        #expect(prompt(try fixture.authenticate(user, replies: ["95173"])) == "PROMPT echo-off Puff passcode or gesture [digits]: ")
+        #expect(prompt(try fixture.authenticate(user, replies: ["95173"], bySelf: true)) == "PROMPT echo-off Puff passcode or gesture [digits]: ")
         try fixture.enroll(user, "correct horse", type: "alphanumeric")
-        #expect(prompt(try fixture.authenticate(user, replies: ["x"])) == "PROMPT echo-off Puff passcode or gesture [text]: ")
+        #expect(prompt(try fixture.authenticate(user, replies: ["x"], bySelf: true)) == "PROMPT echo-off Puff passcode or gesture [text]: ")
         let other = try Fixture()
         try other.enroll(user, passcode)
-        #expect(prompt(try other.authenticate(user, replies: [passcode])) == "PROMPT echo-off Puff passcode [6 digits]: ")
+        #expect(prompt(try other.authenticate(user, replies: [passcode], bySelf: true)) == "PROMPT echo-off Puff passcode [6 digits]: ")
     }
 
     @Test func repeatedGestureFailuresRequireThePasscode() throws {
         let fixture = try enrolledBoth("deny=100 gesture_tries=3")
         for _ in 1...3 {
-            let wrong = try fixture.authenticate(user, replies: [wrongGesture])
+            let wrong = try fixture.authenticate(user, replies: [wrongGesture], bySelf: true)
             #expect(wrong.status == PAMCode.authError)
             #expect(wrong.lines.contains("ERROR Puff: wrong gesture."))
         }
         #expect(try fixture.status(user)["gesture_failures"] as? Int == 3)
         // Now only the passcode: the genuine gesture is refused unread and not counted.
-        let refused = try fixture.authenticate(user, replies: [gesture])
+        let refused = try fixture.authenticate(user, replies: [gesture], bySelf: true)
         #expect(refused.lines == [
             "INFO Puff: passcode required: the gesture failed 3 times in a row.",
             "PROMPT echo-off Puff passcode [6 digits]: ",
@@ -78,9 +78,9 @@ struct QuickFactorTests {
         ])
         #expect(try fixture.failures(user) == 3)
         // A wrong passcode does not lift it; the right one does, and the gesture works again.
-        #expect(try fixture.authenticate(user, replies: ["111333"]).status == PAMCode.authError)
-        #expect(try fixture.authenticate(user, replies: [passcode]).status == PAMCode.success)
-        let again = try fixture.authenticate(user, replies: [gesture])
+        #expect(try fixture.authenticate(user, replies: ["111333"], bySelf: true).status == PAMCode.authError)
+        #expect(try fixture.authenticate(user, replies: [passcode], bySelf: true).status == PAMCode.success)
+        let again = try fixture.authenticate(user, replies: [gesture], bySelf: true)
         #expect(again.status == PAMCode.success)
         #expect(prompt(again) == "PROMPT echo-off Puff passcode or gesture [6 digits]: ")
         #expect(try fixture.status(user)["gesture_failures"] as? Int == 0)
@@ -88,23 +88,23 @@ struct QuickFactorTests {
 
     @Test func aGestureSuccessEndsTheRunOfGestureFailures() throws {
         let fixture = try enrolledBoth("deny=100 gesture_tries=3")
-        for _ in 1...2 { try fixture.authenticate(user, replies: [wrongGesture]) }
-        #expect(try fixture.authenticate(user, replies: [gesture]).status == PAMCode.success)
-        for _ in 1...2 { try fixture.authenticate(user, replies: [wrongGesture]) }
-        #expect(try fixture.authenticate(user, replies: [gesture]).status == PAMCode.success)
+        for _ in 1...2 { try fixture.authenticate(user, replies: [wrongGesture], bySelf: true) }
+        #expect(try fixture.authenticate(user, replies: [gesture], bySelf: true).status == PAMCode.success)
+        for _ in 1...2 { try fixture.authenticate(user, replies: [wrongGesture], bySelf: true) }
+        #expect(try fixture.authenticate(user, replies: [gesture], bySelf: true).status == PAMCode.success)
     }
 
     @Test func aRestartRequiresThePasscode() throws {
         let fixture = try enrolledBoth()
-        #expect(try fixture.authenticate(user, replies: [gesture]).status == PAMCode.success)
+        #expect(try fixture.authenticate(user, replies: [gesture], bySelf: true).status == PAMCode.success)
         // As if the passcode had last been used in another boot.
         try editTally(fixture, "passcode-boot", "0123456789abcdef0123456789abcdef")
-        let refused = try fixture.authenticate(user, replies: [gesture])
+        let refused = try fixture.authenticate(user, replies: [gesture], bySelf: true)
         #expect(refused.status == PAMCode.authError)
         #expect(refused.lines.first == "INFO Puff: passcode required: the computer restarted since the passcode was last used.")
         #expect(try fixture.failures(user) == 0)
-        #expect(try fixture.authenticate(user, replies: [passcode]).status == PAMCode.success)
-        #expect(try fixture.authenticate(user, replies: [gesture]).status == PAMCode.success)
+        #expect(try fixture.authenticate(user, replies: [passcode], bySelf: true).status == PAMCode.success)
+        #expect(try fixture.authenticate(user, replies: [gesture], bySelf: true).status == PAMCode.success)
         // The success stored this boot's id.
         let boot = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
             .replacingOccurrences(of: "-", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -113,20 +113,20 @@ struct QuickFactorTests {
         // With gesture_after_reboot the rule is off.
         try editTally(fixture, "passcode-boot", "0123456789abcdef0123456789abcdef")
         try fixture.service("deny=100 gesture_after_reboot")
-        #expect(try fixture.authenticate(user, replies: [gesture]).status == PAMCode.success)
+        #expect(try fixture.authenticate(user, replies: [gesture], bySelf: true).status == PAMCode.success)
     }
 
     @Test func aLongTimeWithoutThePasscodeRequiresIt() throws {
         let fixture = try enrolledBoth("deny=100 passcode_interval=1h")
         try editTally(fixture, "passcode-at", String(Int(Date().timeIntervalSince1970) - 3500))
-        #expect(try fixture.authenticate(user, replies: [gesture]).status == PAMCode.success)
+        #expect(try fixture.authenticate(user, replies: [gesture], bySelf: true).status == PAMCode.success)
         try editTally(fixture, "passcode-at", String(Int(Date().timeIntervalSince1970) - 3700))
-        let refused = try fixture.authenticate(user, replies: [gesture])
+        let refused = try fixture.authenticate(user, replies: [gesture], bySelf: true)
         #expect(refused.status == PAMCode.authError)
         #expect(refused.lines.first == "INFO Puff: passcode required: the passcode was last used more than 60 minutes ago.")
         // passcode_interval=0 turns the rule off.
         try fixture.service("deny=100 passcode_interval=0")
-        #expect(try fixture.authenticate(user, replies: [gesture]).status == PAMCode.success)
+        #expect(try fixture.authenticate(user, replies: [gesture], bySelf: true).status == PAMCode.success)
     }
 
     @Test func anAdministratorCanRequireThePasscode() throws {
@@ -134,35 +134,35 @@ struct QuickFactorTests {
         let locked = try run(Artefacts.enroll, ["lock", "--user", user] + fixture.storeArguments)
         #expect(locked.status == 0, "\(locked.errors)")
         #expect(try fixture.status(user)["admin_lock"] as? Bool == true)
-        let refused = try fixture.authenticate(user, replies: [gesture])
+        let refused = try fixture.authenticate(user, replies: [gesture], bySelf: true)
         #expect(refused.lines.first == "INFO Puff: passcode required: an administrator asked for the passcode.")
         #expect(refused.status == PAMCode.authError)
-        #expect(try fixture.authenticate(user, replies: [passcode]).status == PAMCode.success)
+        #expect(try fixture.authenticate(user, replies: [passcode], bySelf: true).status == PAMCode.success)
         #expect(try fixture.status(user)["admin_lock"] as? Bool == false)
-        #expect(try fixture.authenticate(user, replies: [gesture]).status == PAMCode.success)
+        #expect(try fixture.authenticate(user, replies: [gesture], bySelf: true).status == PAMCode.success)
     }
 
     @Test func aGestureOnlyUserKeepsTheGestureButNotAgainstAnAdministrator() throws {
         let fixture = try Fixture(moduleArguments: "deny=100 gesture_tries=2")
         try GestureLoginTests().enrolled(fixture, user)
         // Nothing to fall back to: gesture_tries, restarts and the interval do not apply.
-        for _ in 1...3 { try fixture.authenticate(user, replies: [wrongGesture]) }
-        #expect(try fixture.authenticate(user, replies: [gesture]).status == PAMCode.success)
+        for _ in 1...3 { try fixture.authenticate(user, replies: [wrongGesture], bySelf: true) }
+        #expect(try fixture.authenticate(user, replies: [gesture], bySelf: true).status == PAMCode.success)
         // An administrator's lock refuses every login, without a prompt, until a reset.
         #expect(try run(Artefacts.enroll, ["lock", "--user", user] + fixture.storeArguments).status == 0)
-        let refused = try fixture.authenticate(user, replies: [gesture])
+        let refused = try fixture.authenticate(user, replies: [gesture], bySelf: true)
         #expect(refused.lines == [
             "ERROR Puff: too many failed attempts; locked until an administrator resets it.",
             "RESULT 7 Authentication failure",
         ])
         #expect(try run(Artefacts.enroll, ["reset", "--user", user] + fixture.storeArguments).status == 0)
-        #expect(try fixture.authenticate(user, replies: [gesture]).status == PAMCode.success)
+        #expect(try fixture.authenticate(user, replies: [gesture], bySelf: true).status == PAMCode.success)
     }
 
     @Test func silentSaysNothingAboutTheReason() throws {
         let fixture = try enrolledBoth("deny=100 silent")
         try editTally(fixture, "passcode-boot", "0123456789abcdef0123456789abcdef")
-        let refused = try fixture.authenticate(user, replies: [gesture])
+        let refused = try fixture.authenticate(user, replies: [gesture], bySelf: true)
         #expect(refused.lines == ["PROMPT echo-off Puff passcode [6 digits]: ", "RESULT 7 Authentication failure"])
     }
 }

@@ -372,6 +372,9 @@ struct RealClientTests {
         let accepted = try Self.su(as: caller, to: target, Self.right, pamFile: pamFile)
         #expect(accepted.status == 0, "\(accepted.output)")
         #expect(accepted.output.lowercased().contains("asscode"), "no Puff prompt: \(accepted.output)")
+        // su to another account is discreet: the prompt names no keypad (issue 11, item 9).
+        #expect(accepted.output.contains("Puff passcode or gesture: "), "\(accepted.output)")
+        #expect(!accepted.output.contains("6 digits"), "\(accepted.output)")
         #expect(accepted.output.contains("puff-su-ok \(target.name)"), "\(accepted.output)")
         #expect(try fixture.failures(target.name) == 0)
 
@@ -379,6 +382,7 @@ struct RealClientTests {
         #expect(refused.status != 0)
         #expect(!refused.output.contains("puff-su-ok"))
         #expect(refused.output.contains("Authentication failure"), "\(refused.output)")
+        #expect(refused.output.contains("Puff: not accepted (a wrong passcode, or too many failed attempts)."), "\(refused.output)")
         #expect(try fixture.failures(target.name) == 1)
 
         // The machine's own su configuration was never changed, and no mount is left behind.

@@ -31,6 +31,14 @@ enum Artefacts {
     static var enroll: String { binaries + "/puff-enroll" }
 }
 
+/// What a discreet service (a root-run one whose caller is not the user: sshd, login, su to
+/// another account) shows every account: one prompt, and one message per kind of reply.
+enum Discreet {
+    static let prompt = "PROMPT echo-off Puff passcode or gesture: "
+    static let passcodeRefused = "ERROR Puff: not accepted (a wrong passcode, or too many failed attempts)."
+    static let gestureRefused = "ERROR Puff: not accepted (a wrong gesture, too many failed attempts, or only the passcode is accepted now)."
+}
+
 /// What a finished process left.
 struct Run {
     var status: Int32
@@ -84,11 +92,16 @@ final class Fixture {
                 input: passcode + "\n")
     }
 
-    /// One `pam_authenticate` through real libpam with a scripted conversation.
+    /// One `pam_authenticate` through real libpam with a scripted conversation. By default the
+    /// real uid is root's, as in sshd or login (a discreet service: the same prompt and
+    /// messages for every account); `bySelf` makes it the user's own, as in su or sudo to
+    /// oneself, where the keypad and the lock state are shown.
     @discardableResult
-    func authenticate(_ user: String, replies: [String] = [], extra: [String] = [], service: String = "puff-test") throws -> Run {
+    func authenticate(_ user: String, replies: [String] = [], extra: [String] = [], service: String = "puff-test",
+                      bySelf: Bool = false) throws -> Run {
         var arguments = ["--confdir", pamDirectory, "--service", service, "--user", user]
         for reply in replies { arguments += ["--reply", reply] }
+        if bySelf, let entry = getpwnam(user) { arguments += ["--caller", String(entry.pointee.pw_uid)] }
         return try run(Artefacts.harness, arguments + extra)
     }
 

@@ -49,6 +49,9 @@ struct UnprivilegedTests {
             // /etc/shadow as a copy, to which userWithPassword adds a password.
             try FileManager.default.copyItem(atPath: "/etc/shadow", toPath: shadow)
             chmod(shadow, 0o640)
+            // Owned like the real one, so unix_chkpwd (setgid shadow: pam_unix in an
+            // ordinary user's process) reads it too.
+            if let group = getgrnam("shadow") { chown(shadow, 0, group.pointee.gr_gid) }
             // Empty mount points, made when missing (in the suite's private /etc and /var/lib).
             for (point, mode) in [("/etc/puff", 0o755), ("/var/lib/puff", 0o700)] where access(point, F_OK) != 0 {
                 #expect(mkdir(point, mode_t(mode)) == 0 || errno == EEXIST)
@@ -285,6 +288,44 @@ struct UnprivilegedTests {
         let status = try stage.runAs(dave, [stage.enroll, "status", "--helper", stage.helper])
         #expect(status.status == 0, "\(status.errors)")
         #expect(status.output.contains("the next login accepts passcode or gesture"), "\(status.output)")
+    }
+
+    /// A screen locker whose stack falls back to the password (common-auth with the `puff`
+    /// profile): the system password typed at Puff's prompt is checked by the helper itself
+    /// and its failure taken back, however often, even at the lockout's edge; a wrong one
+    /// counts once, like any wrong answer.
+    @Test func theSystemPasswordAtThePromptOfAScreenLockerIsNoPuffFailure() throws {
+        let stage = try Stage()  // deny = 3
+        let dave = try userWithPassword(stage)
+        try stage.fixture.enroll(dave, "604917")
+        // The locker's stack as pam-auth-update writes it: Puff, else pam_unix with the same reply.
+        try stage.fixture.write(stage.fixture.pamDirectory + "/puff-fallback", """
+            auth [success=2 default=ignore] \(stage.bin)/pam_puff.so nodelay nullok helper=\(stage.helper)
+            auth [success=1 default=ignore] pam_unix.so nodelay try_first_pass
+            auth requisite pam_deny.so
+            auth required pam_permit.so
+            account required pam_permit.so
+
+            """, mode: 0o644)
+        func unlock(_ reply: String) throws -> Run {
+            try stage.runAs(dave, [stage.harness, "--confdir", stage.fixture.pamDirectory, "--service", "puff-fallback",
+                                   "--user", dave, "--reply", reply])
+        }
+        #expect(try stage.fixture.failures(dave) == 0)
+        // Two wrong answers: counted (deny = 3, so one more would lock).
+        for _ in 1...2 { #expect(try unlock("111333").status == PAMCode.authError) }
+        #expect(try stage.fixture.failures(dave) == 2)
+        // Five unlocks with the system password: each logs in through pam_unix and none counts.
+        for round in 1...5 {
+            let unlocked = try unlock("Sys-pass-4821")
+            #expect(unlocked.status == PAMCode.success, "round \(round): \(unlocked.output) \(unlocked.errors)")
+            #expect(try stage.fixture.failures(dave) == 2, "round \(round)")
+        }
+        #expect(try stage.authenticate(as: dave, replies: ["604917"]).status == PAMCode.success)
+        #expect(try stage.fixture.failures(dave) == 0)
+        // A wrong system password is a wrong answer, counted once.
+        #expect(try unlock("Sys-pass-0000").status == PAMCode.authError)
+        #expect(try stage.fixture.failures(dave) == 1)
     }
 
     @Test func anOrdinaryUserCannotEnrollAnotherUserOrChooseTheStore() throws {

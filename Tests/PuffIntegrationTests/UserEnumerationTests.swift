@@ -36,4 +36,62 @@ struct UserEnumerationTests {
         // A second wrong passcode for the enrolled user still looks like the others.
         #expect(try transcript(fixture, enrolled, reply: "222222") == reference)
     }
+
+    /// Issue 11, item 9: a root-run service whose caller is not the user (sshd, login, su to
+    /// another account) shows every account name the same prompt, messages and rounds —
+    /// enrolled with any passcode type, with a gesture or only a gesture, locked for a while or
+    /// until a reset, with the passcode required now, a counter that does not parse, no record
+    /// or no account — for a passcode and for a gesture reply. The user's own su or sudo
+    /// (`bySelf`) still names the keypad and the lock.
+    @Test("a discreet service tells no account from another, whatever its type and state")
+    func aDiscreetServiceTellsNoAccountFromAnother() throws {
+        let fixture = try Fixture(moduleArguments: "deny=3 delays=10m")
+        let gestures = GestureLoginTests()
+        let fourDigits = try TestUsers.ensure("puff-it-alice")
+        try fixture.enroll(fourDigits, "1590", type: "digits4")
+        let both = try TestUsers.ensure("puff-it-bob")
+        try fixture.enroll(both, "604917")
+        try gestures.enrolled(fixture, both)
+        let gestureOnly = try TestUsers.ensure("puff-it-carol")
+        try gestures.enrolled(fixture, gestureOnly)
+        let locked = try TestUsers.ensure("puff-it-dave")
+        try fixture.enroll(locked, "604917", type: "alphanumeric")
+        for _ in 1...3 { try fixture.authenticate(locked, replies: ["wrong one"]) }
+        #expect(try fixture.status(locked)["locked"] as? Bool == true)
+        let passcodeRequired = try TestUsers.ensure("puff-it-erin")
+        try fixture.enroll(passcodeRequired, "604917")
+        try gestures.enrolled(fixture, passcodeRequired)
+        let untilReset = try TestUsers.ensure("puff-it-frank")
+        try gestures.enrolled(fixture, untilReset)
+        for user in [passcodeRequired, untilReset] {
+            #expect(try run(Artefacts.enroll, ["lock", "--user", user] + fixture.storeArguments).status == 0)
+        }
+        let damaged = try TestUsers.ensure("puff-it-grace")
+        try fixture.enroll(damaged, "604917")
+        try fixture.write(fixture.state + "/" + damaged, "failures lots\n", mode: 0o600)
+        let noRecord = try TestUsers.ensure("puff-it-heidi")
+        let noAccount = "puff-it-no-such-account"
+        #expect(getpwnam(noAccount) == nil)
+        let accounts = [fourDigits, both, gestureOnly, locked, passcodeRequired, untilReset, damaged, noRecord, noAccount]
+
+        let wrongGesture = "puff-gesture:1:400x300:t 2,2"
+        for (reply, message) in [("111111", Discreet.passcodeRefused), (wrongGesture, Discreet.gestureRefused)] {
+            let expected = [Discreet.prompt, message, "RESULT \(PAMCode.authError) Authentication failure"]
+            var rounds: Set<String> = []
+            for user in accounts {
+                let seen = try transcript(fixture, user, reply: reply)
+                #expect(seen.lines == expected, "\(user): \(seen.lines)")
+                rounds.insert(seen.rounds ?? "none")
+            }
+            #expect(rounds.count == 1, "rounds differ: \(rounds)")
+        }
+        // The same accounts through the user's own su or sudo: the keypad and the state show.
+        let own = try fixture.authenticate(fourDigits, replies: ["1111"], bySelf: true)
+        #expect(own.lines.first == "PROMPT echo-off Puff passcode [4 digits]: ", "\(own.lines)")
+        let ownLocked = try fixture.authenticate(locked, replies: ["604917"], bySelf: true)
+        #expect(ownLocked.lines.first == "ERROR Puff: too many failed attempts; try again in 10 minutes.", "\(ownLocked.lines)")
+        let ownRequired = try fixture.authenticate(passcodeRequired, replies: [wrongGesture], bySelf: true)
+        #expect(ownRequired.lines.first == "INFO Puff: passcode required: an administrator asked for the passcode.",
+                "\(ownRequired.lines)")
+    }
 }
