@@ -102,11 +102,12 @@ struct PadOverSSHTests {
         #expect(parsed.parts[2].kind == .tap)
         PadGeometry.expect(parsed.parts[2].points[0], isCentreOf: corner)
 
-        // A wrong gesture first (the same shapes four cells to the right): refused and counted,
-        // with the module's message on the next screen; then the genuine one.
-        try pane.stroke(path.map { ($0.0 + 4, $0.1) })
-        try pane.tap((sun.0 + 4, sun.1))
-        try pane.tap((corner.0 + 4, corner.1))
+        // A wrong gesture first (the same shapes eight cells, 44 px or 11 % of the picture, to
+        // the right): refused and counted, with the module's message on the next screen; then
+        // the genuine one.
+        try pane.stroke(path.map { ($0.0 + 8, $0.1) })
+        try pane.tap((sun.0 + 8, sun.1))
+        try pane.tap((corner.0 + 8, corner.1))
         try pane.waitFor("3 parts")
         try pane.key("Enter")
         try pane.waitFor("Puff: wrong gesture.", timeout: 20)
