@@ -109,6 +109,18 @@ struct GestureRecognizerTests {
         #expect(template.encode()[4] == 2)
     }
 
+    @Test("a two-part gesture is refused at enrollment, but a two-part version-1 record still verifies and migrates")
+    func twoPartRecordsKeepWorking() throws {
+        let gesture = Gesture(width: 1000, height: 750, parts: [Self.line(100, 600, 400, 400), Self.tap(700, 200)])
+        #expect(throws: GestureEnrollmentError.tooFewParts(2)) { try GestureEnroller.build(drawings: [gesture, gesture]) }
+        let old = try GestureTemplate.decode(try GestureEnroller.build(from: gesture).encode())
+        #expect(old.version == 1 && GestureMatcher.verify(old, gesture).passed)
+        let upgraded = old.upgraded()
+        #expect(upgraded.version == 2 && upgraded.parts.count == 2)
+        #expect(GestureMatcher.verify(upgraded, gesture).passed)
+        #expect(GestureMatcher.verify(upgraded, Self.moved(gesture, by: [(0, 0), (60, 0)])).passed == false)
+    }
+
     @Test("a version-1 template still decodes, verifies with the old rules, and upgrades to version 2")
     func versionOne() throws {
         let old = try GestureEnroller.build(from: Self.base)
