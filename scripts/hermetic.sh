@@ -147,7 +147,8 @@ runner=$!
 # The namespace, named by the first process in it (unshare's child).
 ns=
 for _ in $(seq 100); do
-    init=$(ps -o pid= --ppid "$runner" | head -n 1 | tr -d ' ')
+    # (ps finds nothing until unshare has forked: not an error.)
+    init=$(ps -o pid= --ppid "$runner" | head -n 1 | tr -d ' ' || true)
     if [ -n "$init" ]; then ns=$(readlink "/proc/$init/ns/mnt" 2>/dev/null || true); fi
     [ -z "$ns" ] || [ "$ns" = "$(readlink /proc/self/ns/mnt)" ] || break
     ns=

@@ -97,4 +97,47 @@ for c in "${CASES[@]}"; do
 done
 if [ "$(sort -u "$WORK"/rounds-* | wc -l)" != 1 ]; then echo "the cases differ in conversation rounds" >&2; failed=1; fi
 echo "  transcript: $(echo "$reference_transcript" | tr '\n' '|')"
+
+# Wrong gestures against one enrolled 3-part gesture (a stroke, a loop, a tap on the 400x300
+# test picture): the matcher's time must not tell whether the part count matched (issue 11,
+# item 10), so a wrong gesture of 1, 2, 3 (shifted) or 16 parts should take the same time.
+wire() {  # wire DX [PARTS]: the enrolled gesture shifted DX px, or PARTS taps spread out
+  if [ -n "${2:-}" ]; then
+    awk -v n="$2" 'BEGIN { s = "puff-gesture:1:400x300:"; for (i = 0; i < n; i++) { s = s (i ? ";" : "") "t " (20 + 22 * i) ",150" } print s }'
+  else
+    awk -v dx="$1" 'BEGIN {
+      s = "puff-gesture:1:400x300:p"
+      for (t = 0; t <= 50; t++) s = s sprintf(" %.1f,%.1f", 40 + 180 * t / 50 + dx, 260 - 170 * t / 50)
+      s = s ";p"
+      for (k = 0; k <= 48; k++) { a = 3.14159265 * k / 24; s = s sprintf(" %.1f,%.1f", 300 + 55 * cos(a) + dx, 80 - 55 * sin(a)) }
+      print s ";t " (300 + dx) ",80" }'
+  fi
+}
+# gesture_tries=0: every attempt is matched (otherwise the fifth failure makes the rest
+# "passcode required", refused unread).
+echo "auth required $MODULE dir=$WORK/etc state_dir=$WORK/state conf=$WORK/etc/puff.conf nodelay deny=0 gesture_tries=0" \
+  > "$WORK/pam.d/puff-timing"
+"$ENROLL" gesture --user "$ENROLLED" --picture Tests/Fixtures/picture-400x300.png --stdin "${STORE[@]}" >/dev/null \
+  < <(wire 0; wire 0)
+declare -A GESTURE=([parts-3-shifted]=$(wire 60) [parts-1]=$(wire 0 1) [parts-2]=$(wire 0 2) [parts-16]=$(wire 0 16))
+GESTURE_CASES=(parts-3-shifted parts-1 parts-2 parts-16)
+gesture_attempt() {
+  "$HARNESS" --confdir "$WORK/pam.d" --service puff-timing --user "$ENROLLED" --reply "${GESTURE[$1]}" --time || true
+}
+for c in "${GESTURE_CASES[@]}"; do gesture_attempt "$c" >/dev/null; done
+for i in $(seq "$SAMPLES"); do
+  for k in 0 1 2 3; do
+    c=${GESTURE_CASES[$(( (i + k) % 4 ))]}
+    out=$(gesture_attempt "$c")
+    echo "$out" | sed -n 's/^TIMING \([0-9]*\) ROUNDS.*/\1/p' >> "$WORK/gop-$c"
+    echo "$out" | grep -q '^RESULT 7 ' || { echo "$c: not PAM_AUTH_ERR: $out" >&2; failed=1; }
+  done
+done
+echo "wrong gesture against a 3-part template, $SAMPLES samples per case:"
+printf '  %-16s %14s %9s\n' case "pam_auth (ms)" diff
+base_gesture=$(median "$WORK/gop-parts-3-shifted")
+for c in "${GESTURE_CASES[@]}"; do
+  op=$(median "$WORK/gop-$c")
+  printf '  %-16s %14s %8s%%\n' "$c" "$op" "$(awk -v a="$op" -v b="$base_gesture" 'BEGIN {printf "%+.1f", (a - b) / b * 100}')"
+done
 exit "$failed"

@@ -53,3 +53,32 @@ public enum PuffPrompt: Equatable, Sendable {
         }
     }
 }
+
+// The texts the module sends, next to the parser that reads them (docs/prompt-contract.md).
+extension Acceptance {
+    /// The conversation prompt where the caller is the user (their own locker or pad, su or
+    /// sudo to themselves).
+    public var prompt: String {
+        switch self {
+        case .passcodeOrGesture(let type): "Puff passcode or gesture [\(type.keypad)]: "
+        case .passcodeOnly(let type, _): "Puff passcode [\(type.keypad)]: "
+        case .gestureOnly, .refused: "Puff gesture: "
+        }
+    }
+
+    /// The prompt of a root-run service whose caller is not the user (su to another
+    /// account, sshd, login): the same for every account, so it names no keypad.
+    public static let discreetPrompt = "Puff passcode or gesture: "
+}
+
+extension PasscodeType {
+    /// The keypad name in the prompt contract.
+    public var keypad: String {
+        switch self {
+        case .digits4: "4 digits"
+        case .digits6: "6 digits"
+        case .numeric: "digits"
+        case .alphanumeric: "text"
+        }
+    }
+}

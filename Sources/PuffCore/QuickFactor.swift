@@ -88,36 +88,11 @@ public enum Acceptance: Equatable, Sendable {
     /// passcode and no gesture, so the prompt does not tell who is enrolled.
     public static let unenrolled = Acceptance.passcodeOnly(.digits6, because: nil)
 
-    /// The conversation prompt.
-    /// The prompt of a root-run service whose caller is not the user (su to another
-    /// account, sshd, login): the same for every account, so it names no keypad.
-    public static let discreetPrompt = "Puff passcode or gesture: "
-
-    public var prompt: String {
-        switch self {
-        case .passcodeOrGesture(let type): "Puff passcode or gesture [\(type.keypad)]: "
-        case .passcodeOnly(let type, _): "Puff passcode [\(type.keypad)]: "
-        case .gestureOnly, .refused: "Puff gesture: "
-        }
-    }
-
     /// Whether a serialized gesture may be verified now.
     public var acceptsGesture: Bool {
         switch self {
         case .passcodeOrGesture, .gestureOnly: true
         case .passcodeOnly, .refused: false
-        }
-    }
-}
-
-extension PasscodeType {
-    /// The keypad name in the prompt contract.
-    public var keypad: String {
-        switch self {
-        case .digits4: "4 digits"
-        case .digits6: "6 digits"
-        case .numeric: "digits"
-        case .alphanumeric: "text"
         }
     }
 }

@@ -345,9 +345,14 @@ public struct Authenticator {
     static func gestureProblem(_ secret: borrowing SecureBytes, _ template: GestureTemplate,
                                naming: Bool = false) -> String? {
         secret.withBytes { bytes -> String? in
-            let attempt: Gesture
+            var attempt: Gesture
             do throws(GestureFormatError) {
                 attempt = try GestureWire.parse(bytes)
+            } catch {
+                return "gesture rejected: \(error)"
+            }
+            defer { attempt.wipe() }
+            do throws(GestureFormatError) {
                 try attempt.requireSize(width: template.width, height: template.height)
             } catch {
                 return "gesture rejected: \(error)"

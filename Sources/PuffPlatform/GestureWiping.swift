@@ -1,0 +1,17 @@
+import Glibc
+import PuffCore
+
+extension Gesture {
+    /// Overwrites every coordinate with zeros in place, with `explicit_bzero` (which the
+    /// compiler may not drop as a dead store), so a parsed attempt does not linger in freed
+    /// heap memory the way the secret buffer it came from does not either. The gesture must
+    /// own its arrays alone (a local parsed value does): a shared array would be copied first
+    /// and the copy wiped instead.
+    public mutating func wipe() {
+        for index in parts.indices {
+            parts[index].points.withUnsafeMutableBytes { bytes in
+                if let base = bytes.baseAddress { explicit_bzero(base, bytes.count) }
+            }
+        }
+    }
+}
