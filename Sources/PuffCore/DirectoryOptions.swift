@@ -43,10 +43,17 @@ public struct DirectorySettings: Equatable, Sendable {
     /// `fleet_host`: the name written beside each failure this host counts (default: the
     /// kernel's host name).
     public var hostName: String?
+    /// `ldap_cache_ttl`: how long a cached copy of a user's record may serve logins while the
+    /// directory is unreachable (a laptop off the network); 0, the default, keeps no cache.
+    /// At most 90 days.
+    public var cacheTTL: Int64 = 0
     /// `ldap_library`: the LDAP client the module and the helper load when fleet mode is used
     /// (`puff-ldap.so`, root-owned; default: where the build installs it, set by
     /// `Configuration.load`).
     public var libraryPath = "/usr/local/lib/x86_64-linux-gnu/puff/puff-ldap.so"
+
+    /// The longest `ldap_cache_ttl` accepted.
+    public static let maximumCacheTTL: Int64 = 90 * 86400
 
     /// The defaults (`backend = files`).
     public init() {}
@@ -111,6 +118,11 @@ public struct DirectorySettings: Equatable, Sendable {
         case "fleet_key": fleetKeyPath = try path()
         case "fleet_host": hostName = try text(255)
         case "ldap_library": libraryPath = try path()
+        case "ldap_cache_ttl":
+            guard let parsed = OptionParser.duration(try text(16)), (0...Self.maximumCacheTTL).contains(parsed) else {
+                throw OptionError(key: key, reason: "must be 0 (no cache) or a duration of at most 90 days, like 3d")
+            }
+            cacheTTL = parsed
         default: return false
         }
         return true

@@ -36,7 +36,8 @@ extension ModuleContext {
             case .configuration: PAM_SERVICE_ERR
             case .crypto: PAM_SYSTEM_ERR
             case .system(_, _, let errno) where errno.rawValue == ENOMEM: PAM_BUF_ERR
-            case .system, .unsafe, .tooLarge, .format, .lockTimeout, .wrongOwner, .tampered, .directory: PAM_AUTHINFO_UNAVAIL
+            case .system, .unsafe, .tooLarge, .format, .lockTimeout, .wrongOwner, .tampered, .directory,
+                 .directoryUnreachable: PAM_AUTHINFO_UNAVAIL
             }
         }
     }

@@ -307,6 +307,7 @@ public struct Authenticator {
     /// success or an administrator's reset cleared it since, or the counter is damaged.
     public func takeBack(_ failure: CountedFailure) throws(StoreError) -> Bool {
         let fleet = failure.countedInDirectory ? try fleetTakeBack(failure.user) : false  // FleetAuthenticator.swift
+        if !failure.countedInDirectory, options.directory.isEnabled { try fleetOfflineTakeBack(failure.user) }  // FleetOffline.swift
         return try counters.update(failure.user) { tally, save throws(StoreError) -> Bool in
             guard failure.after.serial > tally.clearedSerial, !tally.isDamaged, tally.failures > 0 else { return false }
             var next: Tally

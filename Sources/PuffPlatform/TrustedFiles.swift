@@ -27,6 +27,10 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     /// Fleet mode: the directory could not be reached, refused an operation, or holds
     /// something unusable. Fails closed like every store error (PAM_AUTHINFO_UNAVAIL).
     case directory(String)
+    /// Fleet mode: the directory could not be reached at all (connection refused or lost, a
+    /// timeout, a TLS handshake or certificate that failed). Fails closed like `directory`;
+    /// only this case may fall back to the offline cache (`ldap_cache_ttl`).
+    case directoryUnreachable(String)
 
     /// One log line.
     public var description: String {
@@ -40,6 +44,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
         case .crypto(let what): "libsodium: \(what)"
         case .configuration(let what): "configuration: \(what)"
         case .directory(let what): "directory: \(what)"
+        case .directoryUnreachable(let what): "directory unreachable: \(what)"
         case .tampered(let path): "refusing \(path): the sealed gesture template does not open (edited, copied from another user, or another host key)"
         }
     }

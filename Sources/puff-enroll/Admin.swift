@@ -37,17 +37,40 @@ struct Status: ParsableCommand {
             var cells: [[String]] = []
             var anyRecord = false
             var lastCountedBy: String?
+            var cacheLine: String?
+            var offlineNote: String?
             for name in names {
+                var offline = false
                 let account = try Account.lookup(name.value)
                 var record: UserRecord?
                 var tally: Tally
                 var countedBy: String?
+                var cache: (age: Int64, fresh: Bool, offlineFailures: UInt32)?
                 if options.directory.isEnabled, let account {
                     // Fleet mode: the directory's record and fleet-wide counter (FleetAuthenticator.swift).
-                    let fleet = try Authenticator(options: options).fleetStatus(of: account)
+                    let authenticator = Authenticator(options: options)
+                    let fleet: (record: UserRecord, tally: Tally, lastFailureHost: String?)?
+                    do {
+                        fleet = try authenticator.fleetStatus(of: account)
+                    } catch StoreError.directoryUnreachable(let why) where options.directory.cacheTTL > 0 {
+                        // Offline (a laptop away from the directory): what an offline login goes by.
+                        guard let copy = try authenticator.fleetOfflineStatus(of: account) else {
+                            throw StoreError.directoryUnreachable(why + "; no cached copy of \(name)'s record on this host")
+                        }
+                        fleet = (copy.record, copy.tally, nil)
+                        offline = true
+                        offlineNote = "The directory is unreachable (\(why)): shown are this host's cached copy and its local counter."
+                    }
                     record = fleet?.record
                     tally = try fleet?.tally ?? counters.read(name)
                     countedBy = fleet?.lastFailureHost
+                    // This host's offline copy (FleetOffline.swift).
+                    cache = try authenticator.fleetCacheStatus(of: account)
+                    cacheLine = cache.map { cache in
+                        "This host has a cached copy of \(name)'s record for offline logins, \(cache.age) s old"
+                            + (cache.fresh ? "" : " (beyond ldap_cache_ttl: not used)")
+                            + (cache.offlineFailures > 0 ? "; \(cache.offlineFailures) offline failures not yet in the directory." : ".")
+                    } ?? (options.directory.cacheTTL > 0 ? "This host has no cached copy of \(name)'s record." : nil)
                 } else {
                     record = try account.flatMap { account throws(StoreError) in try records.load(account) }
                     tally = try counters.read(name)
@@ -56,7 +79,13 @@ struct Status: ParsableCommand {
                 let status = options.lockout.status(of: tally, now: now, isRoot: account?.uid == 0)
                 let acceptance = record.map { options.quickFactor.acceptance(of: $0, tally, bootID: bootID, now: now) }
                 if json {
-                    rows.append(jsonRow(name, account, record, tally, status, acceptance, countedBy))
+                    var row = jsonRow(name, account, record, tally, status, acceptance, countedBy)
+                    if options.directory.isEnabled {
+                        row = String(row.dropLast()) + ", \"cache\": " + (cache.map {
+                            "{\"age\": \($0.age), \"fresh\": \($0.fresh), \"offline_failures\": \($0.offlineFailures)}"
+                        } ?? "null") + ", \"directory_unreachable\": \(offline)}"
+                    }
+                    rows.append(row)
                 } else {
                     cells.append(textRow(name, account, record, tally, status, acceptance))
                 }
@@ -84,6 +113,8 @@ struct Status: ParsableCommand {
                     for line in Self.table(header + lines) { Terminal.say(line) }
                 }
                 if let lastCountedBy { Terminal.say("The latest fleet failure was counted by \(lastCountedBy).") }
+                if let cacheLine { Terminal.say(cacheLine) }
+                if let offlineNote { Terminal.say(offlineNote) }
             }
             if let name = names.first, user != nil, !anyRecord {
                 throw Failure(ExitCodes.unknown, "\(name) has nothing enrolled")

@@ -171,9 +171,15 @@ LDIF
     fi
 fi
 
-slapd -F "$dir/config" -h "ldapi://$(printf '%s' "$dir/ldapi" | sed 's|/|%2F|g') ldaps://127.0.0.1:$port/ ldap://127.0.0.1:$((port + 1))/" </dev/null >/dev/null 2>"$dir/slapd.log"
-for _ in $(seq 100); do
-    [ -S "$dir/ldapi" ] && [ -s "$dir/slapd.pid" ] && exit 0
+# A socket left by a server killed with SIGKILL would pass for the new one's.
+rm -f "$dir/ldapi"
+ldapi="ldapi://$(printf '%s' "$dir/ldapi" | sed 's|/|%2F|g')"
+slapd -F "$dir/config" -h "$ldapi ldaps://127.0.0.1:$port/ ldap://127.0.0.1:$((port + 1))/" </dev/null >/dev/null 2>"$dir/slapd.log"
+# Started when it answers over the socket (a search right after the pid file appears could
+# otherwise meet a server still opening its database).
+for _ in $(seq 150); do
+    [ -S "$dir/ldapi" ] && [ -s "$dir/slapd.pid" ] \
+        && timeout 5 ldapwhoami -Q -Y EXTERNAL -H "$ldapi" >/dev/null 2>&1 && exit 0
     sleep 0.1
 done
 echo "slapd did not start; its first complaints:" >&2

@@ -1,3 +1,4 @@
+import Foundation
 import PuffCore
 import Testing
 
@@ -105,7 +106,8 @@ struct FleetLockoutTests {
     func badOptions() {
         for token in ["backend=sql", "ldap_uri=http://x", "ldap_uri=ldap://a,ldaps://b", "ldap_uri=", "ldap_uri=ldaps://a b",
                       "ldap_bind_pw_file=relative", "ldap_ca_file=/etc/../x", "ldap_timeout=0", "ldap_timeout=121",
-                      "ldap_network_timeout=1d", "fleet_key=", "fleet_host=a\u{1}b", "ldap_base"] {
+                      "ldap_network_timeout=1d", "fleet_key=", "fleet_host=a\u{1}b", "ldap_base",
+                      "ldap_cache_ttl=91d", "ldap_cache_ttl=-1", "ldap_cache_ttl=3w", "ldap_cache_ttl="] {
             var options = PuffOptions()
             #expect(throws: OptionError.self, "\(token)") { _ = try OptionParser.apply(token, to: &options, from: .configFile) }
             #expect(options == PuffOptions(), "\(token)")
@@ -115,5 +117,71 @@ struct FleetLockoutTests {
         #expect(throws: OptionError.self) {
             try apply(["backend=ldap", "ldap_uri=ldapi:///", "ldap_base=dc=x", "ldap_bind_dn=cn=h"]).directory.validate()
         }
+    }
+
+    @Test("ldap_cache_ttl: off by default, a duration of at most 90 days")
+    func cacheTTL() throws {
+        #expect(PuffOptions().directory.cacheTTL == 0)
+        #expect(try apply(["ldap_cache_ttl=3d"]).directory.cacheTTL == 3 * 86400)
+        #expect(try apply(["ldap_cache_ttl=90d"]).directory.cacheTTL == 90 * 86400)
+        #expect(try apply(["ldap_cache_ttl=12h"]).directory.cacheTTL == 12 * 3600)
+        #expect(try apply(["ldap_cache_ttl=3d", "ldap_cache_ttl=0"]).directory.cacheTTL == 0)
+    }
+
+    @Test("a cache entry round-trips, and damaged ones are refused")
+    func cacheEntryFormat() throws {
+        let name = try #require(UserName("alice"))
+        let record = UserRecord(user: name, uid: 1001,
+                                passcode: StoredPasscode(type: .digits6,
+                                                         hash: "$argon2id$v=19$m=65536,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$RdescudvJCsgt3ub+b+dWRWJTmaaJObG/m3K4cJeF3c"))
+        let entry = FleetCacheEntry(record: record, fetched: 1_700_000_000,
+                                    counter: FleetCounter(failures: 3, lastFailure: 1_699_999_990, adminLock: true),
+                                    offlineFailures: 2)
+        let bytes = entry.encoded()
+        #expect(try FleetCacheEntry.decode(bytes) == entry)
+        let text = String(decoding: bytes, as: UTF8.self)
+        func damaged(_ change: (String) -> String) -> [UInt8] { Array(change(text).utf8) }
+        let cases: [[UInt8]] = [
+            [],
+            Array(bytes.prefix(bytes.count - 1)),                                        // cut
+            damaged { $0.replacingOccurrences(of: "puff-fleet-cache 1", with: "puff-fleet-cache 2") },
+            damaged { $0.replacingOccurrences(of: "admin-lock 1", with: "admin-lock 2") },
+            damaged { $0.replacingOccurrences(of: "failures 3\n", with: "failures 4294967296\n") },
+            damaged { $0.replacingOccurrences(of: "fetched 1700000000", with: "fetched 01700000000") },
+            damaged { $0.replacingOccurrences(of: "\n\npuff-record", with: "\npuff-record") }, // no blank line
+            damaged { $0.replacingOccurrences(of: "offline-failures 2\n", with: "") },
+            damaged { $0 + "extra line\n" },
+        ]
+        for (index, bad) in cases.enumerated() {
+            #expect(throws: RecordFormatError.self, "case \(index)") { _ = try FleetCacheEntry.decode(bad) }
+        }
+        #expect(entry.isFresh(now: 1_700_000_000 + 86400, ttl: 86400))
+        #expect(!entry.isFresh(now: 1_700_000_000 + 86401, ttl: 86400))
+        #expect(!entry.isFresh(now: 1_699_999_999, ttl: 86400), "fetched in the future: the clock went back")
+        #expect(!entry.isFresh(now: 1_700_000_000, ttl: 0), "ttl 0: the cache is off")
+    }
+
+    @Test("offline, the local counter is raised to the cached fleet count and lock")
+    func offlineTally() {
+        var local = Tally()
+        local.failures = 1
+        local.lastFailure = 500
+        local.gestureFailures = 1
+        // The fleet had 4 failures at 900: the next one locks (deny 5) and the run continues.
+        let cached = FleetCounter(failures: 4, lastFailure: 900, adminLock: false)
+        let view = policy.offlineTally(cached, local: local)
+        #expect(view.failures == 4 && view.lastFailure == 900 && view.lockedUntil == 0 && view.gestureFailures == 1)
+        #expect(policy.recordingFailure(in: view, now: 1000).lockedUntil == 1060)
+        // A fleet locked at the time of the read stays locked offline; a local lock stays too.
+        let locked = policy.offlineTally(FleetCounter(failures: 5, lastFailure: 900, adminLock: false), local: local)
+        #expect(policy.status(of: locked, now: 950, isRoot: false) == .locked(secondsLeft: 10))
+        var localLock = local
+        localLock.failures = 7
+        localLock.lockedUntil = 5000
+        #expect(policy.offlineTally(cached, local: localLock).failures == 7)
+        #expect(policy.offlineTally(cached, local: localLock).lockedUntil == 5000)
+        // An administrator's lock comes from either.
+        #expect(policy.offlineTally(FleetCounter(failures: 0, lastFailure: 0, adminLock: true), local: local).adminLock)
+        #expect(!policy.offlineTally(FleetCounter(failures: 0, lastFailure: 0, adminLock: false), local: local).adminLock)
     }
 }

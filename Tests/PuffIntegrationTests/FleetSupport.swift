@@ -88,6 +88,14 @@ final class FleetDirectory {
         return result.lines.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
     }
 
+    /// The value of a binary attribute (ldapsearch prints it base64-encoded), or nil.
+    func binaryValue(_ name: String, _ attribute: String) throws -> Data? {
+        let result = try run("/usr/bin/ldapsearch", ["-Q", "-LLL", "-o", "ldif-wrap=no", "-Y", "EXTERNAL", "-H", ldapiURI,
+                                                     "-b", Self.base, "(uid=\(name))", attribute])
+        let prefix = attribute + ":: "
+        return result.lines.first { $0.hasPrefix(prefix) }.flatMap { Data(base64Encoded: String($0.dropFirst(prefix.count))) }
+    }
+
     /// `puffFailures` of `name`, or nil.
     func failures(_ name: String) throws -> Int? {
         try values(name, "puffFailures").first.flatMap { Int($0) }

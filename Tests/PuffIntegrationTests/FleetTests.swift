@@ -89,7 +89,8 @@ struct FleetTests {
         #expect(codes == [Int32](repeating: PAMCode.authError, count: 10))
         #expect(try directory.failures(user) == 10)
         // Each attempt saw the count its own increment produced: 1...10, once each.
-        let lines = capture.drain().filter { $0.contains("pam_puff") && $0.contains("fleet failure") }
+        // Only this user's lines: other fleet suites log through the same /dev/log meanwhile.
+        let lines = capture.drain().filter { $0.contains("pam_puff") && $0.contains("user \(user)") && $0.contains("fleet failure") }
         var counts: [Int] = []
         var hosts = Set<String>()
         for line in lines {

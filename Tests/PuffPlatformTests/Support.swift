@@ -167,7 +167,8 @@ final class Problems: Sendable {
 
 /// A coarse classification of `StoreError`, ignoring paths and messages.
 enum ErrorKind: Equatable {
-    case system(Int32), unsafe, tooLarge, format(RecordFormatError), lockTimeout, wrongOwner, crypto, configuration, tampered, directory
+    case system(Int32), unsafe, tooLarge, format(RecordFormatError), lockTimeout, wrongOwner, crypto, configuration, tampered, directory,
+         directoryUnreachable
 }
 
 extension StoreError {
@@ -183,6 +184,7 @@ extension StoreError {
         case .configuration: .configuration
         case .tampered: .tampered
         case .directory: .directory
+        case .directoryUnreachable: .directoryUnreachable
         }
     }
 }

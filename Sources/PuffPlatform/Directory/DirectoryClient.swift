@@ -234,7 +234,15 @@ public struct DirectoryConnection: ~Copyable {
                 text += " (" + LogText.escape(diagnostic, limit: 200) + ")"
             }
         }
-        return .directory("\(what): \(text) [LDAP \(code)]")
+        let message = "\(what): \(text) [LDAP \(code)]"
+        return isUnreachable(code) ? .directoryUnreachable(message) : .directory(message)
+    }
+
+    /// Whether libldap's `code` means no server could be reached or kept (LDAP_SERVER_DOWN,
+    /// LDAP_TIMEOUT, LDAP_CONNECT_ERROR: refused, lost, silent, or a TLS handshake or
+    /// certificate check that failed), as opposed to a server that answered.
+    static func isUnreachable(_ code: Int32) -> Bool {
+        code == -1 || code == -5 || code == -11
     }
 }
 

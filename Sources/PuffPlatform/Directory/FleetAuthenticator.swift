@@ -44,12 +44,27 @@ extension Authenticator {
 
     /// `subject(for:)` in fleet mode.
     func fleetSubject(_ account: Account) throws(StoreError) -> Subject {
-        let connection = try DirectoryConnection(options.directory)
-        guard let found = try fleetRecord(connection, account), found.record.hasAnyFactor else {
+        let found: (entry: DirectoryEntry, record: UserRecord)?
+        do {
+            let connection = try DirectoryConnection(options.directory)
+            found = try fleetRecord(connection, account)
+        } catch .directoryUnreachable(let why) {
+            return try fleetOfflineSubject(account, unreachable: why)  // FleetOffline.swift
+        }
+        guard let found, found.record.hasAnyFactor else {
+            if fleetCacheEnabled { try fleetCache.remove(account.name) }
             return .notEnrolled(reason: "no Puff record in the directory")
         }
+        let counter = try Self.fleetCounter(found.entry)
+        if fleetCacheEnabled {
+            // A login refused here (locked) never reaches the attempt: the lock must reach the
+            // offline copy all the same.
+            try counters.update(account.name) { _, _ throws(StoreError) in
+                try refreshFleetCache(account, record: found.record, counter: counter)
+            }
+        }
         let local = try counters.read(account.name)
-        let tally = options.lockout.fleetTally(try Self.fleetCounter(found.entry), local: local)
+        let tally = options.lockout.fleetTally(counter, local: local)
         let time = now()
         return .enrolled(Enrolled(account: account, record: found.record, tally: tally,
                                   lock: options.lockout.status(of: tally, now: time, isRoot: account.uid == 0),
@@ -64,18 +79,62 @@ extension Authenticator {
     func fleetAttempt(_ passcode: borrowing SecureBytes, _ account: Account, asProofForChange: Bool,
                       counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
         let key = try fleetKey()
-        let connection = try DirectoryConnection(options.directory)
+        // Step 1. Read again: an enrollment or a reset on another host may have changed it.
+        // Only a directory out of reach before anything was counted falls back to the cache;
+        // one lost later fails closed.
+        do throws(StoreError) {
+            let connection = try DirectoryConnection(options.directory)
+            let read = try fleetRecord(connection, account)
+            do throws(StoreError) {
+                return try fleetOnlineAttempt(passcode, account, asProofForChange: asProofForChange, key: key,
+                                              connection, read, counted: &countedFailure)
+            } catch .directoryUnreachable(let lost) {
+                throw .directory(lost + " (during the attempt)")
+            }
+        } catch .directoryUnreachable(let why) {
+            return try fleetOfflineAttempt(passcode, account, asProofForChange: asProofForChange,  // FleetOffline.swift
+                                           unreachable: why, counted: &countedFailure)
+        }
+    }
+
+    /// `fleetAttempt` once the directory answered the first read (`read`).
+    private func fleetOnlineAttempt(_ passcode: borrowing SecureBytes, _ account: Account, asProofForChange: Bool,
+                                    key: borrowing SecureBytes, _ connection: borrowing DirectoryConnection,
+                                    _ firstRead: (entry: DirectoryEntry, record: UserRecord)?,
+                                    counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
         let host = fleetHostName(options.directory)
         let isRoot = account.uid == 0
         let isGesture = passcode.hasPrefix(GestureWire.prefix)
         let started = now()
-        // Step 1. Read again: an enrollment or a reset on another host may have changed it.
-        guard let found = try fleetRecord(connection, account), found.record.hasAnyFactor else {
+        var read = firstRead
+        guard let first = read, first.record.hasAnyFactor else {
+            // The directory says there is no record: a cached copy must not outlive it.
+            if fleetCacheEnabled { try fleetCache.remove(account.name) }
+            try runDummyVerification(passcode)
+            return .notEnrolled
+        }
+        // Failures counted while the directory was out of reach join the fleet's count first.
+        // (Two attempts at once may both push them: an over-count, the safe side.)
+        var pushed: UInt32 = 0
+        if fleetCacheEnabled, let pending = try fleetCache.read(account)?.offlineFailures, pending > 0 {
+            for _ in 0..<min(pending, 64) {
+                _ = try connection.countFailure(dn: first.entry.dn, now: started, host: host)
+                pushed += 1
+            }
+            read = try fleetRecord(connection, account)
+        }
+        guard let found = read, found.record.hasAnyFactor else {
             try runDummyVerification(passcode)
             return .notEnrolled
         }
         let (entry, record) = found
         var fleet = try Self.fleetCounter(entry)
+        if fleetCacheEnabled {
+            let counter = fleet
+            try counters.update(account.name) { _, _ throws(StoreError) in
+                try refreshFleetCache(account, record: record, counter: counter, pushed: pushed)
+            }
+        }
         if options.lockout.fleetRunExpired(fleet, now: started) {
             // fail_interval: the run is forgotten only if nobody counted since the read
             // (deleting the value read fails when it changed: a compare-and-swap).
@@ -154,6 +213,7 @@ extension Authenticator {
                                     passcode: StoredPasscode?, upgradedHash: String?, at started: Int64,
                                     failed: (String) -> Outcome) throws(StoreError) -> Outcome {
         var settled = false
+        var latest: (record: UserRecord, counter: FleetCounter)?
         for _ in 0..<4 where !settled {
             guard let found = try fleetRecord(connection, account) else { return failed("the record was removed meanwhile") }
             if let passcode {
@@ -164,22 +224,31 @@ extension Authenticator {
                     return found.record.passcode == nil ? .locked(.lockedUntilReset) : .passcodeRequired(.administrator)
                 }
             }
-            let now = try Self.fleetCounter(found.entry).failures
+            var counter = try Self.fleetCounter(found.entry)
+            let now = counter.failures
+            var record = found.record
             var changes: [DirectoryChange] = []
             if now >= counted, now > 0 {
                 changes += [.delete("puffFailures", Self.digits(Int64(now))),
                             .add("puffFailures", Self.digits(Int64(now - counted)))]
+                counter.failures = now - counted
             }
-            if passcode != nil { changes += Array(Self.passcodeSuccess(at: started).dropFirst()) }
+            if passcode != nil {
+                changes += Array(Self.passcodeSuccess(at: started).dropFirst())
+                counter.adminLock = false
+            }
             if let passcode, let upgradedHash {
-                var upgraded = found.record
-                upgraded.passcode = StoredPasscode(type: passcode.type, hash: upgradedHash)
-                changes.append(.replace("puffRecord", upgraded.encoded()))
+                record.passcode = StoredPasscode(type: passcode.type, hash: upgradedHash)
+                changes.append(.replace("puffRecord", record.encoded()))
             }
-            if changes.isEmpty { break }
+            if changes.isEmpty {
+                latest = (found.record, counter)
+                break
+            }
             do {
                 try connection.modify(dn: found.entry.dn, changes)
                 settled = true
+                latest = (record, counter)
             } catch {
                 // Another host counted between the read and the swap: read again.
             }
@@ -190,6 +259,10 @@ extension Authenticator {
             if next != tally {
                 try save(next)
                 tally = next
+            }
+            // The state this success left in the directory, for logins while it is out of reach.
+            if fleetCacheEnabled, let latest {
+                try refreshFleetCache(account, record: latest.record, counter: latest.counter)
             }
         }
         return .success(rehashed: settled && upgradedHash != nil)
@@ -294,13 +367,18 @@ extension Authenticator {
         let cleared = try Self.fleetCounter(entry).failures
         try connection.modify(dn: entry.dn, [.replace("puffFailures", Self.digits(0)), .replace("puffAdminLock", nil)])
         try counters.reset(name)
+        // The cached copy held the old lock state; the next online login caches it again.
+        try fleetCache.remove(name)
         return cleared
     }
 
     /// `removeEnrollment` in fleet mode: the Puff attributes and object class removed.
     func fleetRemoveEnrollment(of name: UserName) throws(StoreError) -> Bool {
         let connection = try DirectoryConnection(options.directory)
-        guard let entry = try connection.readUser(name), entry.isPuffUser else { return false }
+        guard let entry = try connection.readUser(name), entry.isPuffUser else {
+            _ = try fleetCache.remove(name)
+            return false
+        }
         let attributes = ["puffRecord", "puffPicture", "puffPictureSHA256", "puffFailures", "puffLastFailure",
                           "puffLastFailureHost", "puffAdminLock", "puffPasscodeAt"]
         try connection.modify(dn: entry.dn, [.delete("objectClass", Array("puffUser".utf8))]
@@ -308,6 +386,7 @@ extension Authenticator {
         try counters.update(name) { tally, save throws(StoreError) in
             tally = Tally()
             try save(tally)
+            try fleetCache.remove(name)
         }
         return true
     }
