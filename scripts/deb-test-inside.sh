@@ -3,6 +3,7 @@
 # deb-test.sh): it may change anything here, and every change disappears with the copy.
 set -euo pipefail
 DEB=$1
+LOCKER_DEB=$2
 TERM_PY="/usr/bin/python3 /tmp/deb-test-term.py"
 PASSCODE=604917
 PASSWORD='Sys-Pass-9071'
@@ -18,8 +19,8 @@ ok "no Swift toolchain (/opt/swift is empty, swift not on PATH)"
 rm -f /etc/dpkg/dpkg.cfg.d/excludes
 find /etc/pam.d /usr/share/pam-configs /var/lib/pam -type f -exec sha256sum {} + | sort > /tmp/pam-before
 
-dpkg -i "$DEB" > /tmp/dpkg-i.log 2>&1 || { cat /tmp/dpkg-i.log; fail "dpkg -i"; }
-ok "dpkg -i $(basename "$DEB")"
+dpkg -i "$DEB" "$LOCKER_DEB" > /tmp/dpkg-i.log 2>&1 || { cat /tmp/dpkg-i.log; fail "dpkg -i"; }
+ok "dpkg -i $(basename "$DEB") $(basename "$LOCKER_DEB")"
 grep -q 'pam_puff.so nullok' /etc/pam.d/common-auth && fail "Puff is active before pam-auth-update --enable puff"
 ok "installing does not enable Puff's prompt (profile puff is Default: no)"
 
@@ -29,6 +30,17 @@ for tool in /usr/sbin/puff-enroll /usr/sbin/puff-check /usr/bin/puff-pad; do
 	ldd "$tool" | grep -q 'not found' && fail "$tool: $(ldd "$tool" | grep 'not found')"
 	ok "$tool --version: $version (no RUNPATH, every library found)"
 done
+# The screen locker, its own package: X11, XInput2, RandR and cairo come through its Depends
+# (shlibs), and the PAM module's package does not need them.
+dpkg-deb -f "$LOCKER_DEB" Depends | grep -q 'libcairo2' || fail "puff-lock does not depend on libcairo2"
+dpkg-deb -f "$DEB" Depends | grep -qE 'libcairo|libx11' && fail "libpam-puff depends on X11 or cairo"
+lock_version=$(/usr/bin/puff-lock --version) || fail "puff-lock --version"
+/usr/bin/puff-lock --help > /tmp/puff-lock-help.txt 2>&1 || fail "puff-lock --help"
+grep -q 'xss-lock -- puff-lock' /tmp/puff-lock-help.txt || { cat /tmp/puff-lock-help.txt; fail "puff-lock --help does not say how to use it"; }
+readelf -d /usr/bin/puff-lock | grep -qE 'RUNPATH|RPATH' && fail "puff-lock has a RUNPATH"
+ldd /usr/bin/puff-lock | grep -q 'not found' && fail "puff-lock: $(ldd /usr/bin/puff-lock | grep 'not found')"
+[ -f /etc/pam.d/puff-lock ] || fail "no /etc/pam.d/puff-lock"
+ok "/usr/bin/puff-lock --version: $lock_version, --help; every library found; /etc/pam.d/puff-lock installed"
 [ "$(stat -c '%a %U' /usr/sbin/puff-check)" = "4755 root" ] || fail "puff-check is not setuid root"
 ok "puff-check is 4755 root"
 module=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)/security/pam_puff.so
@@ -132,17 +144,17 @@ ok "unprivileged login (service puff-pad) through /usr/sbin/puff-check"
 
 MANPAGER=cat MANWIDTH=80 man pam_puff > /tmp/man.txt 2>&1 || { cat /tmp/man.txt; fail "man pam_puff"; }
 grep -q 'authsucc' /tmp/man.txt || fail "man pam_puff shows no authsucc"
-for page in 5:puff.conf 8:puff-enroll 8:puff-check 1:puff-pad; do
+for page in 5:puff.conf 8:puff-enroll 8:puff-check 1:puff-pad 1:puff-lock; do
 	MANPAGER=cat man "${page%%:*}" "${page#*:}" > /dev/null 2>&1 || fail "man ${page#*:}"
 done
-ok "man pam_puff, puff.conf(5), puff-enroll(8), puff-check(8), puff-pad(1) open"
+ok "man pam_puff, puff.conf(5), puff-enroll(8), puff-check(8), puff-pad(1), puff-lock(1) open"
 
-dpkg -L libpam-puff | sort > /tmp/package-files
-dpkg --remove libpam-puff > /tmp/dpkg-r.log 2>&1 || { cat /tmp/dpkg-r.log; fail "dpkg --remove"; }
+dpkg -L libpam-puff puff-lock | sort > /tmp/package-files
+dpkg --remove puff-lock libpam-puff > /tmp/dpkg-r.log 2>&1 || { cat /tmp/dpkg-r.log; fail "dpkg --remove"; }
 [ -d /etc/puff ] && [ -d /var/lib/puff ] && [ -e /etc/puff/users/puff-deb-alice ] || fail "dpkg --remove lost the enrollments"
 grep -q pam_puff /etc/pam.d/common-auth && fail "common-auth still names pam_puff after dpkg --remove"
 ok "dpkg --remove keeps /etc/puff and /var/lib/puff and takes Puff out of common-auth"
-dpkg --purge libpam-puff > /tmp/dpkg-p.log 2>&1 || { cat /tmp/dpkg-p.log; fail "dpkg --purge"; }
+dpkg --purge puff-lock libpam-puff > /tmp/dpkg-p.log 2>&1 || { cat /tmp/dpkg-p.log; fail "dpkg --purge"; }
 [ ! -e /etc/puff ] && [ ! -e /var/lib/puff ] || fail "dpkg --purge left /etc/puff or /var/lib/puff"
 left=""
 while read -r path; do
@@ -151,6 +163,7 @@ while read -r path; do
 done < /tmp/package-files
 [ -z "$left" ] || fail "dpkg --purge left:$left"
 dpkg-query -W libpam-puff > /dev/null 2>&1 && fail "dpkg still knows libpam-puff"
+dpkg-query -W puff-lock > /dev/null 2>&1 && fail "dpkg still knows puff-lock"
 find /etc/pam.d /usr/share/pam-configs /var/lib/pam -type f -exec sha256sum {} + | sort > /tmp/pam-after
 diff /tmp/pam-before /tmp/pam-after || fail "the PAM configuration differs from before the installation"
 ok "dpkg --purge leaves nothing: no package file, no /etc/puff, /var/lib/puff, PAM files as before"

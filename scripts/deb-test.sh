@@ -1,18 +1,19 @@
 #!/bin/bash
-# make deb-test: installs build/libpam-puff_*.deb in a throwaway overlayfs copy of / (a private
+# make deb-test: installs build/libpam-puff_*.deb and build/puff-lock_*.deb in a throwaway overlayfs copy of / (a private
 # mount, PID and network namespace; the Swift toolchain hidden), enables the pam-auth-update
 # profile, enrolls, logs in through su and sshd with the shipped stack, then removes and
 # purges the package. Nothing is installed on this machine: afterwards the script checks that
 # every path the package holds, the PAM configuration and pam-auth-update's state are as before.
 set -euo pipefail
-DEB=$(realpath "${1:?usage: deb-test.sh PACKAGE.deb}")
+DEB=$(realpath "${1:?usage: deb-test.sh LIBPAM-PUFF.deb PUFF-LOCK.deb}")
+LOCKER_DEB=$(realpath "${2:?usage: deb-test.sh LIBPAM-PUFF.deb PUFF-LOCK.deb}")
 HERE=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" = 0 ] || { echo "deb-test: needs root (namespaces, overlayfs, chroot)"; exit 77; }
 
 # What the test could conceivably change on the host, listed with checksums.
 host_state() {
-	dpkg-query -W -f='${Package} ${Status}\n' libpam-puff 2>&1 || true
-	dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's|^\./|/|' | while read -r path; do
+	dpkg-query -W -f='${Package} ${Status}\n' libpam-puff puff-lock 2>&1 || true
+	{ dpkg-deb -c "$DEB"; dpkg-deb -c "$LOCKER_DEB"; } | awk '{print $6}' | sed 's|^\./|/|' | while read -r path; do
 		[ "$path" = / ] && continue
 		if [ -L "$path" ] || [ -f "$path" ]; then sha256sum "$path"; elif [ -d "$path" ]; then echo "dir $path"; else echo "absent $path"; fi
 	done
@@ -27,7 +28,7 @@ trap 'rm -rf "$work"' EXIT
 cp "$HERE/deb-test-inside.sh" "$HERE/deb-test-term.py" "$work/"
 set +e
 unshare --mount --pid --fork --net --propagation private -- /bin/bash -euo pipefail -c '
-	work=$1; deb=$2
+	work=$1; deb=$2; locker_deb=$3
 	layer=$(mktemp -d "$work/layer-XXXXXX")  # under $work: removed with it on exit
 	mount -t tmpfs -o mode=0755 tmpfs "$layer"
 	mkdir "$layer/upper" "$layer/work" "$layer/root"
@@ -41,10 +42,11 @@ unshare --mount --pid --fork --net --propagation private -- /bin/bash -euo pipef
 	# The machine without a Swift toolchain.
 	mount -t tmpfs -o mode=0755 tmpfs "$root/opt/swift"
 	ip link set lo up
-	cp "$deb" "$work/deb-test-inside.sh" "$work/deb-test-term.py" "$root/tmp/"
+	cp "$deb" "$locker_deb" "$work/deb-test-inside.sh" "$work/deb-test-term.py" "$root/tmp/"
 	chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-		LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive /bin/bash /tmp/deb-test-inside.sh "/tmp/$(basename "$deb")"
-' deb-test "$work" "$DEB"
+		LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive /bin/bash /tmp/deb-test-inside.sh "/tmp/$(basename "$deb")" \
+		"/tmp/$(basename "$locker_deb")"
+' deb-test "$work" "$DEB" "$LOCKER_DEB"
 status=$?
 set -e
 

@@ -9,7 +9,10 @@ struct GestureCommand: ParsableCommand {
         commandName: "gesture",
         abstract: "Enroll a picture gesture: draw it once to define it, once more to confirm it.",
         discussion: """
-        Each gesture is one line in Puff's wire format (docs/gesture-format.md), read from the \
+        On a desktop (DISPLAY set) each gesture is drawn in a window on the picture (puff-lock \
+        --draw), and the template is then shown with a replay of the drawings (puff-lock --show) \
+        and saved only when accepted; on a terminal it is drawn with puff-pad. Otherwise each \
+        gesture is one line in Puff's wire format (docs/gesture-format.md), read from the \
         terminal without echo or, with --stdin, as lines of standard input. The confirmation \
         must verify against the first drawing, exactly as a login would; when the two differ a \
         lot a third drawing is asked for (a third line with --stdin). How far each part of the \
@@ -30,6 +33,9 @@ struct GestureCommand: ParsableCommand {
 
     @Flag(help: "Read the two gestures as lines from standard input.")
     var stdin = false
+
+    @Flag(name: .customLong("print-layout"), help: .hidden)
+    var printLayout = false
 
     func run() throws {
         try Command.run {
@@ -80,18 +86,25 @@ struct GestureCommand: ParsableCommand {
         Terminal.say("Gesture for \(account.name) saved (picture \(image.width)x\(image.height)).")
     }
 
-    private func readGesture(_ prompt: String) throws -> Gesture {
-        // On a terminal the gesture is drawn with puff-pad; typed as text when it cannot run.
+    /// One drawing: in a window on a desktop (`puff-lock --draw`), with puff-pad on a
+    /// terminal, typed as text when neither can run, or a line of stdin with `--stdin`.
+    /// The flag tells whether it was drawn in a window.
+    private func readGesture(_ prompt: String) throws -> (Gesture, Bool) {
+        let title = "puff-enroll: " + prompt.dropLast(2) + " on the picture"
         var drawn: Terminal.Read? = nil
-        if PadRunner.applies(fromStdin: stdin) {
-            drawn = try PadRunner.draw(picture: picture, title: "puff-enroll: " + prompt.dropLast(2) + " on the picture")
+        var inWindow = false
+        if WindowRunner.applies(fromStdin: stdin) {
+            drawn = try WindowRunner.draw(picture: picture, title: title, printLayout: printLayout, shown: &inWindow)
+        }
+        if !inWindow && PadRunner.applies(fromStdin: stdin) {
+            drawn = try PadRunner.draw(picture: picture, title: title)
         }
         let read = try drawn.take() ?? Terminal.readSecret(prompt: prompt, fromStdin: stdin)
         guard case .secret(let line) = read else {
             throw Failure(ExitCodes.refused, "cancelled")
         }
         do {
-            return try line.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
+            return (try line.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }, inWindow)
         } catch {
             throw Failure(ExitCodes.refused, "not a valid gesture: \(error)")
         }
@@ -101,19 +114,32 @@ struct GestureCommand: ParsableCommand {
     /// third drawing) and builds the template from them.
     private func drawings(width: Int, height: Int, settings: GestureRecognizerSettings,
                           third: Bool) throws -> (GestureTemplate, [Gesture]) {
-        let first = try readGesture("Gesture (define): ")
+        let (first, firstInWindow) = try readGesture("Gesture (define): ")
         guard first.width == width, first.height == height else {
             throw Failure(ExitCodes.refused, "the gesture is for a \(first.width)x\(first.height) picture, but the picture is \(width)x\(height)")
         }
         var drawn = [first]
+        var inWindows = firstInWindow
         // Strength first, so a weak gesture is refused before it is drawn again.
         _ = try build(drawn, settings: settings)
-        drawn.append(try readGesture("Gesture (confirm): "))
+        let (confirmation, confirmedInWindow) = try readGesture("Gesture (confirm): ")
+        drawn.append(confirmation)
+        inWindows = inWindows && confirmedInWindow
         if third, GestureEnroller.differsALot(first, drawn[1], settings: settings) {
             Terminal.say("The two drawings differ a lot; draw the gesture once more.")
-            drawn.append(try readGesture("Gesture (once more): "))
+            let (again, againInWindow) = try readGesture("Gesture (once more): ")
+            drawn.append(again)
+            inWindows = inWindows && againInWindow
         }
-        return (try build(drawn, settings: settings), drawn)
+        let template = try build(drawn, settings: settings)
+        // Drawn on a desktop: the user sees what will be stored, with a replay, and decides.
+        if inWindows {
+            let decision = try WindowRunner.review(picture: picture, template: template, drawings: drawn,
+                                                   title: "puff-enroll: check the gesture before saving",
+                                                   printLayout: printLayout)
+            guard case .saved = decision else { throw Failure(ExitCodes.refused, "cancelled; nothing was changed") }
+        }
+        return (template, drawn)
     }
 
     private func build(_ drawn: [Gesture], settings: GestureRecognizerSettings) throws -> GestureTemplate {

@@ -9,8 +9,12 @@ enum LockButton: Equatable {
     case undo
     /// Clears the gesture and the passcode.
     case clear
-    /// Submits what was drawn or typed.
+    /// Submits what was drawn or typed (`--show`: saves the gesture).
     case submit
+    /// `--show`: refuses the gesture shown.
+    case cancel
+    /// `--show`: plays the drawings again from the start.
+    case replay
 
     var label: String {
         switch self {
@@ -19,6 +23,8 @@ enum LockButton: Equatable {
         case .undo: "↶ Undo"
         case .clear: "✕ Clear"
         case .submit: "✓ Unlock"
+        case .cancel: "✕ Cancel"
+        case .replay: "↻ Replay"
         }
     }
 }
@@ -62,7 +68,9 @@ struct LockLayout {
     let field: LockRect?
     let buttons: [(button: LockButton, rect: LockRect)]
 
-    init(monitor: LockRect, pictureSize: (width: Int, height: Int)?, panel kind: LockPanel, gesture: Bool) {
+    /// `tools`: the buttons under the picture (`--show` has its own).
+    init(monitor: LockRect, pictureSize: (width: Int, height: Int)?, panel kind: LockPanel, gesture: Bool,
+         tools: [LockButton] = [.undo, .clear, .submit]) {
         self.monitor = monitor
         bar = LockRect(x: monitor.x, y: monitor.y, width: monitor.width, height: Self.barHeight)
         message = LockRect(x: monitor.x, y: bar.maxY, width: monitor.width, height: Self.messageHeight)
@@ -88,7 +96,6 @@ struct LockLayout {
             pictureWidth = size.width
             pictureHeight = size.height
             let toolbarY = bottom + (Self.toolbarHeight - Self.keySize.height) / 2
-            let tools: [LockButton] = [.undo, .clear, .submit]
             let gaps = Double(tools.count - 1) * Self.keyGap
             // As wide as the stage allows (a narrow monitor beside the panel), 150 at most.
             let toolWidth = min(150, max(60, ((stage.width - gaps) / Double(tools.count)).rounded(.down)))

@@ -18,13 +18,21 @@ final class LockPicture {
     let surface: OpaquePointer
 
     /// Reads and decodes `path` (a regular file, not followed through a symlink).
-    init(path: String) throws(LoadError) {
-        let bytes: [UInt8]
+    convenience init(path: String) throws(LoadError) {
+        try self.init(bytes: Self.read(path), path: path)
+    }
+
+    /// Reads `path` (a regular file, not followed through a symlink) without decoding it.
+    static func read(_ path: String) throws(LoadError) -> [UInt8] {
         do {
-            bytes = try PictureFile.read(path)
+            return try PictureFile.read(path)
         } catch {
             throw LoadError(description: error.description)
         }
+    }
+
+    /// Decodes the bytes of a PNG or JPEG picture read from `path` (named in errors).
+    init(bytes: [UInt8], path: String) throws(LoadError) {
         guard bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) || bytes.starts(with: [0xFF, 0xD8, 0xFF]) else {
             throw LoadError(description: "\(path) is not a PNG or JPEG picture")
         }

@@ -32,6 +32,17 @@ struct LockScene {
     var submitLabel = "✓ Unlock"
     /// Nothing to answer (a locked account): the messages go large in the middle.
     var centred = false
+    /// `--show`: the template drawn over the picture, under the replayed strokes.
+    var template: TemplateOverlay?
+}
+
+/// What `show-gesture` draws, for the review window: per part its kept points in order, the
+/// tolerance square centred on each, the direction from point to point, and the part number.
+struct TemplateOverlay {
+    /// The template's parts, in picture pixels.
+    var parts: [GesturePart]
+    /// Side of a tolerance square, in picture pixels.
+    var toleranceSide: Double
 }
 
 /// Draws the lock screen with cairo into an off-screen pixmap, then copies it to the window
@@ -85,7 +96,14 @@ final class LockRenderer {
         drawMessages(cr, scene, layout)
         if let picture, let rect = layout.picture {
             drawPicture(cr, picture, rect)
-            drawStrokes(cr, strokes, layout)
+            if let template = scene.template {
+                // Dim the picture a little so the template and the replay stand out.
+                cairo_set_source_rgba(cr, 0, 0, 0, 0.35)
+                cairo_rectangle(cr, rect.x, rect.y, rect.width, rect.height)
+                cairo_fill(cr)
+                drawTemplate(cr, template, layout)
+            }
+            drawStrokes(cr, strokes, layout, labels: scene.template == nil)
             cairo_set_source_rgb(cr, 0.35, 0.35, 0.40)
             cairo_set_line_width(cr, 1)
             cairo_rectangle(cr, rect.x - 0.5, rect.y - 0.5, rect.width + 1, rect.height + 1)
@@ -162,7 +180,63 @@ final class LockRenderer {
         cairo_paint(cr)
     }
 
-    private func drawStrokes(_ cr: OpaquePointer, _ strokes: StrokeBuffer, _ layout: LockLayout) {
+    /// The template: tolerance squares (translucent), the kept points joined in order with an
+    /// arrow head every few points and at the end (the direction), dots, and the part number.
+    private func drawTemplate(_ cr: OpaquePointer, _ template: TemplateOverlay, _ layout: LockLayout) {
+        let half = template.toleranceSide * layout.scale / 2
+        for (index, part) in template.parts.enumerated() {
+            let color = Self.partColors[index % Self.partColors.count]
+            let points = part.points.map { layout.screenPoint($0) }
+            guard let first = points.first else { continue }
+            for point in points {
+                cairo_new_path(cr)
+                cairo_rectangle(cr, point.x - half, point.y - half, 2 * half, 2 * half)
+                cairo_set_source_rgba(cr, color.0, color.1, color.2, 0.10)
+                cairo_fill_preserve(cr)
+                cairo_set_source_rgba(cr, color.0, color.1, color.2, 0.45)
+                cairo_set_line_width(cr, 1)
+                cairo_stroke(cr)
+            }
+            cairo_set_source_rgb(cr, color.0, color.1, color.2)
+            if points.count > 1 {
+                cairo_new_path(cr)
+                cairo_move_to(cr, first.x, first.y)
+                for point in points.dropFirst() { cairo_line_to(cr, point.x, point.y) }
+                cairo_set_line_width(cr, 2)
+                cairo_stroke(cr)
+                for index in 1..<points.count where index % 4 == 0 || index == points.count - 1 {
+                    arrowHead(cr, from: points[index - 1], to: points[index], size: 11)
+                }
+            }
+            for point in points {
+                cairo_new_path(cr)
+                cairo_arc(cr, point.x, point.y, part.kind == .tap ? 6 : 3, 0, 2 * Double.pi)
+                cairo_fill(cr)
+            }
+            let label = (x: first.x - 18, y: first.y - 18)
+            cairo_new_path(cr)
+            cairo_arc(cr, label.x, label.y, 12, 0, 2 * Double.pi)
+            cairo_set_source_rgb(cr, color.0, color.1, color.2)
+            cairo_fill(cr)
+            text(cr, String(index + 1), x: label.x, y: label.y, size: 14, bold: true, color: (0.05, 0.05, 0.05), align: 0.5)
+        }
+    }
+
+    /// A filled arrow head at `to`, pointing away from `from` (nothing when they coincide).
+    private func arrowHead(_ cr: OpaquePointer, from: (x: Double, y: Double), to: (x: Double, y: Double), size: Double) {
+        guard hypot(to.x - from.x, to.y - from.y) > 0.01 else { return }
+        let angle = atan2(to.y - from.y, to.x - from.x)
+        cairo_new_path(cr)
+        cairo_move_to(cr, to.x, to.y)
+        cairo_line_to(cr, to.x - size * cos(angle - 0.45), to.y - size * sin(angle - 0.45))
+        cairo_line_to(cr, to.x - size * cos(angle + 0.45), to.y - size * sin(angle + 0.45))
+        cairo_close_path(cr)
+        cairo_fill(cr)
+    }
+
+    /// The strokes; `labels`: the part numbers beside them (the review window numbers the
+    /// template's parts instead).
+    private func drawStrokes(_ cr: OpaquePointer, _ strokes: StrokeBuffer, _ layout: LockLayout, labels: Bool = true) {
         cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND)
         cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND)
         let parts = strokes.visibleParts
@@ -207,6 +281,7 @@ final class LockRenderer {
                     cairo_fill(cr)
                 }
             }
+            guard labels else { continue }
             // The part's number beside where it starts.
             let label = (x: first.x + 16, y: first.y - 16)
             cairo_new_path(cr)
@@ -268,6 +343,7 @@ final class LockRenderer {
         roundedRectangle(cr, rect, radius: 10)
         switch button {
         case .submit: cairo_set_source_rgb(cr, 0.16, 0.45, 0.25)
+        case .cancel: cairo_set_source_rgb(cr, 0.45, 0.18, 0.18)
         case .digit: cairo_set_source_rgb(cr, 0.22, 0.23, 0.28)
         default: cairo_set_source_rgb(cr, 0.20, 0.20, 0.24)
         }

@@ -189,6 +189,12 @@ final class LockSession {
         } else {
             text += "puff-lock: picture none\n"
         }
+        Report.raw(text + Self.buttonLines(layout) + "puff-lock: screen ready\n")
+    }
+
+    /// `--print-layout`'s lines for the buttons: `puff-lock: button NAME X Y` (their centres).
+    static func buttonLines(_ layout: LockLayout) -> String {
+        var text = ""
         for (button, rect) in layout.buttons {
             let name: String
             switch button {
@@ -197,11 +203,12 @@ final class LockSession {
             case .undo: name = "undo"
             case .clear: name = "clear"
             case .submit: name = "submit"
+            case .cancel: name = "cancel"
+            case .replay: name = "replay"
             }
             text += "puff-lock: button \(name) \(rect.midX) \(rect.midY)\n"
         }
-        text += "puff-lock: screen ready\n"
-        Report.raw(text)
+        return text
     }
 
     /// Runs the screen for one prompt until the user submits. (When the X connection is lost,
@@ -287,6 +294,7 @@ final class LockSession {
                         strokes.removeAll()
                         field.removeAll()
                     case .submit: submitted = submit()
+                    case .cancel, .replay: break
                     }
                 } else if request.gesture && layout.isOnPicture(x, y) {
                     // Drawing switches to the gesture: the passcode is wiped.

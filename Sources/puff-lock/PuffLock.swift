@@ -3,6 +3,7 @@ import CLockX
 import CPAM
 import Glibc
 import PuffCore
+import PuffPlatform
 
 /// Exit statuses of `puff-lock`.
 enum LockExit {
@@ -32,8 +33,14 @@ struct PuffLock: ParsableCommand {
         Exit status: 0 unlocked, 69 could not lock, 77 run as root. \
         With --draw --picture FILE it locks nothing: it opens an ordinary window on the picture \
         and prints the gesture drawn there in the wire format on stdout (exit 0; 2 when \
-        cancelled with Esc or by closing the window), for `puff-enroll gesture --stdin`.
-        """
+        cancelled with Esc or by closing the window), for `puff-enroll gesture --stdin`. \
+        With --show --picture FILE it reads a template and the drawings it was built from on \
+        stdin, shows the template's points, tolerance squares, order and directions with a \
+        replay of the drawings, and exits 0 when the user saves, 2 when they cancel (for \
+        `puff-enroll gesture`). --draw and --show started as root continue as `nobody` once \
+        the display is open and the picture read.
+        """,
+        version: BuildInfo.version
     )
 
     @Option(help: "The PAM service.")
@@ -54,7 +61,10 @@ struct PuffLock: ParsableCommand {
     @Flag(help: "Lock nothing: draw one gesture on --picture in a window and print it in the wire format.")
     var draw = false
 
-    @Option(help: "The picture to draw on (with --draw).")
+    @Flag(help: "Lock nothing: show the template read from stdin over --picture, with a replay of the drawings; exit 0 to save, 2 to cancel.")
+    var show = false
+
+    @Option(help: "The picture to draw on (with --draw or --show).")
     var picture: String?
 
     @Option(help: "The drawing window's title (with --draw).")
@@ -65,11 +75,12 @@ struct PuffLock: ParsableCommand {
 
     func validate() throws {
         guard grabTimeout >= 0, grabTimeout <= 60 else { throw ValidationError("--grab-timeout must be 0 to 60 seconds") }
-        guard draw == (picture != nil) else { throw ValidationError("--draw and --picture go together") }
+        guard !(draw && show) else { throw ValidationError("--draw and --show exclude each other") }
+        guard (draw || show) == (picture != nil) else { throw ValidationError("--picture goes with --draw or --show") }
     }
 
     func run() throws {
-        if draw { return try drawGesture() }
+        if draw || show { return try window() }
         // A screen locker never runs as root: the module would then read the store itself,
         // and a root process drawing on an X server the user controls is a needless risk.
         guard getuid() != 0, geteuid() != 0 else {
@@ -148,22 +159,28 @@ struct PuffLock: ParsableCommand {
         Report.warn("unlocked \(name)")
     }
 
-    /// `--draw`: one gesture on the picture, printed on stdout. It runs no PAM and reads only
-    /// the picture, so root may run it too (puff-enroll for another user).
-    private func drawGesture() throws {
+    /// `--draw` and `--show`: an ordinary window on the picture. They run no PAM and read only
+    /// the picture (and `--show` its stdin), so root may run them (puff-enroll for another
+    /// user); root continues as `nobody` once the display is open and the picture read, so
+    /// the image decoder and the event handling never run as root.
+    private func window() throws {
         guard puff_forbid_dumps() == 0 else {
             Report.warn("cannot disable core dumps")
             throw ExitCode(LockExit.cannotLock)
         }
+        let path = picture ?? ""
         let display: LockDisplay
         let loaded: LockPicture
         do {
             display = try LockDisplay(title: title)
-            loaded = try LockPicture(path: picture ?? "")
+            let bytes = try LockPicture.read(path)
+            if getuid() == 0 || geteuid() == 0 { try Self.dropRoot() }
+            loaded = try LockPicture(bytes: bytes, path: path)
         } catch {
             Report.warn("\(error)")
             throw ExitCode(LockExit.cannotLock)
         }
+        if show { return try review(display: display, picture: loaded) }
         let session = LockSession(display: display, user: Self.callingUser() ?? "", picture: loaded,
                                   printLayout: printLayout, title: title)
         display.show()
@@ -192,6 +209,41 @@ struct PuffLock: ParsableCommand {
             Report.warn("cannot write the gesture on stdout")
             throw ExitCode(1)
         }
+    }
+
+    /// `--show`: the template and the drawings from stdin; exit 0 when saved, 2 when cancelled.
+    private func review(display: LockDisplay, picture: LockPicture) throws {
+        let input: TemplateReviewInput
+        do {
+            input = try TemplateReviewInput.read(from: STDIN_FILENO, width: picture.width, height: picture.height)
+        } catch {
+            Report.warn("\(error)")
+            throw ExitCode(1)
+        }
+        display.show()
+        // The review owns the points and wipes them when it ends.
+        let saved = TemplateReview(display: display, picture: picture, input: consume input, title: title,
+                                   printLayout: printLayout).run()
+        guard saved else {
+            Report.warn("cancelled")
+            throw ExitCode(LockExit.cancelled)
+        }
+    }
+
+    /// Continues as `nobody`: no supplementary groups, its group and user, and no way back.
+    struct PrivilegeError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func dropRoot() throws(PrivilegeError) {
+        guard let entry = getpwnam("nobody") else { throw PrivilegeError(description: "no account 'nobody' to run as") }
+        let uid = entry.pointee.pw_uid, gid = entry.pointee.pw_gid
+        guard uid != 0, gid != 0, setgroups(0, nil) == 0, setgid(gid) == 0, setuid(uid) == 0,
+              getuid() == uid, geteuid() == uid, getgid() == gid, getegid() == gid, setuid(0) != 0 else {
+            throw PrivilegeError(description: "cannot drop root privileges")
+        }
+        // setuid made the process dumpable again.
+        guard puff_forbid_dumps() == 0 else { throw PrivilegeError(description: "cannot disable core dumps") }
     }
 
     static func callingUser() -> String? {

@@ -94,6 +94,23 @@ final class StrokeBuffer {
         drawing = part
     }
 
+    /// Adds a finished part as it is given (the review window's replay); false when the
+    /// gesture is full, a part is being drawn or `points` is empty. Points past a part's
+    /// capacity are dropped.
+    @discardableResult
+    func appendPart(kind: GesturePartKind, points: some Collection<GesturePoint>) -> Bool {
+        guard !isFull, drawing == nil, !points.isEmpty else { return false }
+        var part = Part(kind: kind, start: parts.count * Self.pointsPerPart, count: 0)
+        for point in points.prefix(Self.pointsPerPart) {
+            let offset = 2 * (part.start + part.count)
+            coordinates[offset] = point.x
+            coordinates[offset + 1] = point.y
+            part.count += 1
+        }
+        parts.append(part)
+        return true
+    }
+
     /// Removes the last part (or the one being drawn).
     func removeLast() {
         if let part = drawing {

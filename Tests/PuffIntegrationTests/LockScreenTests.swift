@@ -472,12 +472,78 @@ struct LockScreenTests {
         #expect(count("KeyPress") == 2, "the session's window gets keys again after the unlock")
     }
 
+    /// Whether `needle` is anywhere in the readable, writable memory of `pid` (heap, stacks,
+    /// anonymous and data mappings), read through /proc/PID/mem as root.
+    static func memoryContains(_ pid: pid_t, _ needle: String) throws -> Bool {
+        let pattern = Array(needle.utf8)
+        let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)
+        let fd = open("/proc/\(pid)/mem", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw PadTestError("cannot open /proc/\(pid)/mem: errno \(errno)") }
+        defer { close(fd) }
+        var regions = 0
+        for line in maps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 2, fields[1].hasPrefix("rw") else { continue }
+            let range = fields[0].split(separator: "-")
+            guard range.count == 2, let start = UInt64(range[0], radix: 16), let end = UInt64(range[1], radix: 16), end > start else { continue }
+            var buffer = [UInt8](repeating: 0, count: Int(end - start))
+            let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(truncatingIfNeeded: start)) }
+            guard got > 0 else { continue }
+            regions += 1
+            let found = buffer.withUnsafeBytes { haystack in
+                pattern.withUnsafeBytes { findBytes(haystack.baseAddress, got, $0.baseAddress, $0.count) != nil }
+            }
+            if found { return true }
+        }
+        guard regions > 0 else { throw PadTestError("no memory of \(pid) could be read") }
+        return false
+    }
+
+    /// The gesture's wire text and the typed passcode are gone from the locker's memory once
+    /// submitted (the passcode is found there while it is being typed: the scan works), and
+    /// the locker is not dumpable and has a core limit of 0.
+    @Test func noStrokeOrPasscodeIsLeftInMemoryAfterASubmission() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try Self.stage(user)
+        let server = try XServer()
+        let locker = try Locker(stage: stage, user: user, server: server)
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(locker.pid)/exe")
+        #expect(exe.hasSuffix("/puff-lock"), "\(exe)")
+        let state = try GraphicalEnrollmentTests.dumpState(locker.pid)
+        #expect(state.realUid == getpwnam(user)?.pointee.pw_uid, "\(state)")
+        #expect(state.procOwner == 0, "puff-lock is dumpable: \(state)")
+        #expect(state.coreLimit == "0 0", "\(state)")
+
+        try Self.draw(server, locker, GestureLoginTests.genuine, shift: 40)
+        try server.xdotool(["key", "Return"])
+        #expect(locker.waitFor("Puff: wrong gesture."), "\(locker.text)")
+        #expect(locker.waitFor("screen ready", count: 2), "\(locker.text)")
+        #expect(try !Self.memoryContains(locker.pid, "puff-gesture:1:400x300"), "the submitted gesture is still in memory")
+
+        // Five digits typed: in the field, so in memory (the control).
+        try server.xdotool(["type", "--delay", "30", "11133"])
+        usleep(500_000)
+        #expect(try Self.memoryContains(locker.pid, "11133"), "the memory scan does not see the typed field")
+        // The sixth submits; the wrong passcode is wiped everywhere.
+        try server.xdotool(["type", "3"])
+        #expect(locker.waitFor("Puff: wrong passcode.", count: 1), "\(locker.text)")
+        #expect(locker.waitFor("screen ready", count: 3), "\(locker.text)")
+        #expect(try !Self.memoryContains(locker.pid, "11133"), "the submitted passcode is still in memory")
+        #expect(try stage.fixture.failures(user) == 2)
+    }
+
     @Test func itRefusesToRunAsRoot() throws {
         let result = try run(Self.lockBinary, ["--pam-confdir", "/nonexistent"], environment: ["DISPLAY": ":0"])
         #expect(result.status == 77)
         #expect(result.errors.contains("refusing to run as root"))
     }
 }
+
+/// glibc's memmem (a GNU extension the Glibc module does not declare).
+@_silgen_name("memmem")
+private func findBytes(_ haystack: UnsafeRawPointer?, _ haystackLength: Int, _ needle: UnsafeRawPointer?,
+                       _ needleLength: Int) -> UnsafeMutableRawPointer?
 
 /// Whether a child has not exited yet (it is not reaped here).
 func childIsRunning(_ pid: pid_t) -> Bool {

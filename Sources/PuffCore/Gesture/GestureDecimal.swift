@@ -59,14 +59,16 @@ enum GestureDecimal {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Most significant digit first, with no temporary array: the digits of a gesture are
+    /// secret and a freed array would keep them.
     private static func appendDigits(_ value: UInt, to output: inout [UInt8]) {
-        var digits: [UInt8] = []
-        var rest = value
+        var divisor: UInt = 1
+        // divisor * 10 <= value here, so it cannot overflow.
+        while value / divisor >= 10 { divisor *= 10 }
         repeat {
-            digits.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10))
-            rest /= 10
-        } while rest != 0
-        output.append(contentsOf: digits.reversed())
+            output.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / divisor % 10))
+            divisor /= 10
+        } while divisor != 0
     }
 }
 

@@ -56,7 +56,13 @@ public enum GestureWire {
     /// result fails to parse: a negative coordinate keeps its sign and a non-finite one is
     /// written as `nan`.
     public static func serialize(_ gesture: Gesture) -> [UInt8] {
-        var output = prefix
+        // The text is a secret its callers wipe: it is written into one buffer reserved for the
+        // longest possible text up front, so growing never leaves a freed partial copy behind.
+        // (A coordinate takes at most 21 bytes: a sign, 16 digits, a point and 3 decimals.)
+        let points = gesture.parts.reduce(0) { $0 + $1.points.count }
+        var output: [UInt8] = []
+        output.reserveCapacity(prefix.count + 3 * 21 + 4 + 2 * gesture.parts.count + 48 * points)
+        output.append(contentsOf: prefix)
         GestureDecimal.appendInteger(version, to: &output)
         output.append(UInt8(ascii: ":"))
         GestureDecimal.appendInteger(gesture.width, to: &output)

@@ -1,0 +1,157 @@
+import Foundation
+import Testing
+
+/// `puff-enroll gesture` on a desktop: the real puff-enroll (as root, for a test user, in a
+/// throwaway store) with `DISPLAY` set and no `--stdin` opens `puff-lock --draw` windows for
+/// the drawings and `puff-lock --show` for the template, on an Xvfb server driven with
+/// xdotool. Screenshots of each window go to build/screenshots/.
+@Suite(.serialized)
+struct GraphicalEnrollmentTests {
+    /// A running `puff-enroll gesture` and what it wrote.
+    final class Enrollment {
+        let pid: pid_t
+        let log: String
+        let output: String
+        private var status: Int32?
+
+        init(fixture: Fixture, user: String, server: LockScreenTests.XServer) throws {
+            log = fixture.root + "/enroll.log"
+            output = fixture.root + "/enroll.out"
+            var environment = ProcessInfo.processInfo.environment
+            environment["DISPLAY"] = server.display
+            pid = try Child([Artefacts.enroll, "gesture", "--user", user, "--picture", GestureLoginTests.picture, "--print-layout"]
+                            + fixture.storeArguments,
+                            stdin: .null, stdout: .append(output), stderr: .append(log), environment: environment, newGroup: true).start()
+        }
+
+        deinit {
+            if exitStatus(timeout: 0) == nil {
+                kill(-pid, SIGKILL)
+                _ = try? Child.wait(pid)
+            }
+        }
+
+        var text: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        var said: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
+
+        /// Waits until stderr holds `needle` `count` times; false on timeout or exit.
+        func waitFor(_ needle: String, count: Int, timeout: Double = 30) -> Bool {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if text.components(separatedBy: needle).count - 1 >= count { return true }
+                if exitStatus(timeout: 0) != nil { return text.components(separatedBy: needle).count - 1 >= count }
+                usleep(50_000)
+            }
+            return false
+        }
+
+        func exitStatus(timeout: Double) -> Int32? {
+            let deadline = Date().addingTimeInterval(timeout)
+            while status == nil {
+                var raw: Int32 = 0
+                if waitpid(pid, &raw, WNOHANG) == pid {
+                    status = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
+                } else if Date() >= deadline {
+                    return nil
+                } else {
+                    usleep(50_000)
+                }
+            }
+            return status
+        }
+
+        /// The pid of puff-enroll's running child (the puff-lock window), if any.
+        func child() -> pid_t? {
+            let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+            return children.split(separator: " ").compactMap { pid_t($0) }.first
+        }
+    }
+
+    /// The owner of /proc/PID/status and the core limit: a process that is not dumpable has
+    /// its /proc files owned by root, whoever it runs as.
+    static func dumpState(_ pid: pid_t) throws -> (procOwner: uid_t, realUid: uid_t, coreLimit: String) {
+        var info = stat()
+        #expect(stat("/proc/\(pid)/status", &info) == 0)
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let uidLine = try #require(status.split(separator: "\n").first { $0.hasPrefix("Uid:") })
+        let realUid = try #require(uid_t(uidLine.split(separator: "\t")[1]))
+        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let core = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
+        let words = core.split(separator: " ", omittingEmptySubsequences: true)
+        return (info.st_uid, realUid, words.dropFirst(4).prefix(2).joined(separator: " "))
+    }
+
+    @Test func drawConfirmAndSaveInWindows() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let fixture = try Fixture(moduleArguments: "deny=100")
+        let server = try LockScreenTests.XServer()
+        let enrollment = try Enrollment(fixture: fixture, user: user, server: server)
+
+        #expect(enrollment.waitFor("screen ready", count: 1), "\(enrollment.text)")
+        try LockScreenTests.draw(server, layoutText: enrollment.text, GestureLoginTests.genuine)
+        usleep(300_000)
+        try server.screenshot("enroll-define")
+        try server.xdotool(["key", "Return"])
+
+        #expect(enrollment.waitFor("screen ready", count: 2), "\(enrollment.text)")
+        try LockScreenTests.draw(server, layoutText: enrollment.text, GestureLoginTests.genuine)
+        usleep(300_000)
+        try server.screenshot("enroll-confirm")
+        try server.xdotool(["key", "Return"])
+
+        #expect(enrollment.waitFor("review ready", count: 1), "\(enrollment.text)")
+        // The review window runs as nobody (root's puff-lock drops its privileges once the
+        // display is open and the picture read), is not dumpable and has no core limit.
+        let review = try #require(enrollment.child(), "no puff-lock child")
+        let state = try Self.dumpState(review)
+        #expect(state.realUid == getpwnam("nobody")?.pointee.pw_uid, "\(state)")
+        #expect(state.procOwner == 0, "the review window is dumpable: \(state)")
+        #expect(state.coreLimit == "0 0", "\(state)")
+        // Nothing is saved before the user accepts.
+        #expect(!FileManager.default.fileExists(atPath: fixture.etc + "/pictures/" + user))
+        // Halfway through the replay of the first drawing.
+        usleep(1_400_000)
+        try server.screenshot("enroll-review")
+        let buttons = try LockScreenTests.layout(in: enrollment.text).buttons
+        let (x, y) = try #require(buttons["submit"], "\(buttons)")
+        #expect(buttons["cancel"] != nil && buttons["replay"] != nil, "\(buttons)")
+        try server.xdotool(["mousemove", String(x), String(y), "click", "1"])
+
+        #expect(enrollment.exitStatus(timeout: 30) == 0, "\(enrollment.text)")
+        #expect(enrollment.said.contains("Gesture for \(user) saved (3 parts, picture 400x300)."), "\(enrollment.said)")
+        #expect(!enrollment.said.contains("differ a lot"))
+        // The gesture drawn in the windows logs in; a different one does not.
+        let login = try fixture.authenticate(user, replies: [GestureLoginTests.wire(GestureLoginTests.genuine)])
+        #expect(login.status == PAMCode.success, "\(login.output)")
+        let wrong = try fixture.authenticate(user, replies: [GestureLoginTests.wire(GestureLoginTests.genuine) { ($0 + 40, $1) }])
+        #expect(wrong.status != PAMCode.success, "\(wrong.output)")
+    }
+
+    /// A confirmation whose tap lies 8 picture pixels off passes but differs a lot: a third
+    /// window asks for the gesture once more (the enroller's rule, as on the pad); cancelling
+    /// the review saves nothing.
+    @Test func aConfirmationThatDiffersALotAsksAgainAndCancelSavesNothing() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let fixture = try Fixture(moduleArguments: "deny=100")
+        let server = try LockScreenTests.XServer()
+        let enrollment = try Enrollment(fixture: fixture, user: user, server: server)
+        var offTap = GestureLoginTests.genuine
+        offTap[2].points = [(308, 80)]
+
+        for (drawing, parts) in [GestureLoginTests.genuine, offTap, GestureLoginTests.genuine].enumerated() {
+            #expect(enrollment.waitFor("screen ready", count: drawing + 1), "\(enrollment.text)")
+            try LockScreenTests.draw(server, layoutText: enrollment.text, parts)
+            usleep(300_000)
+            if drawing == 2 { try server.screenshot("enroll-once-more") }
+            try server.xdotool(["key", "Return"])
+        }
+        #expect(enrollment.waitFor("review ready", count: 1), "\(enrollment.text)")
+        usleep(300_000)
+        try server.xdotool(["key", "Escape"])
+        #expect(enrollment.exitStatus(timeout: 30) == 3, "\(enrollment.text)")
+        #expect(enrollment.said.contains("The two drawings differ a lot; draw the gesture once more."), "\(enrollment.said)")
+        #expect(enrollment.text.contains("cancelled; nothing was changed"), "\(enrollment.text)")
+        #expect(!FileManager.default.fileExists(atPath: fixture.etc + "/pictures/" + user))
+        #expect(!FileManager.default.fileExists(atPath: fixture.etc + "/users/" + user))
+    }
+}
