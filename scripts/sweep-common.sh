@@ -15,8 +15,8 @@ user=puff-sweep-user
 old_passcode=604917
 new_passcode=123789
 wrong_passcode=111333
-old_gesture="puff-gesture:1:400x300:p 50,50 250,50;t 300,200"
-new_gesture="puff-gesture:1:400x300:p 50,250 250,250;t 100,100"
+old_gesture="puff-gesture:1:400x300:p 50,50 250,50;t 300,200;t 350,120"
+new_gesture="puff-gesture:1:400x300:p 50,250 250,250;t 100,100;t 350,60"
 
 created_user=0
 if ! getent passwd "$user" >/dev/null; then

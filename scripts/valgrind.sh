@@ -22,10 +22,10 @@ REPEAT=${VG_REPEAT:-4}
 USER_NAME=puff-vg-user
 PASSCODE=604917
 PICTURE=$PWD/Tests/Fixtures/picture-400x300.png
-# A stroke up the hill and a tap on the sun of the 400x300 test picture, and the same
-# drawing moved 120 pixels to the right.
-GESTURE="puff-gesture:1:400x300:p 40,260 70,232 100,203 130,175 160,147 190,118 220,90;t 300,80"
-WRONG_GESTURE="puff-gesture:1:400x300:p 160,260 190,232 220,203 250,175 280,147 310,118 340,90;t 380,200"
+# A stroke up the hill, a tap on the sun and a tap at the bottom right of the 400x300 test
+# picture (a version-2 gesture needs three parts), and the same drawing moved 120 pixels to the right.
+GESTURE="puff-gesture:1:400x300:p 40,260 70,232 100,203 130,175 160,147 190,118 220,90;t 300,80;t 330,240"
+WRONG_GESTURE="puff-gesture:1:400x300:p 160,260 190,232 220,203 250,175 280,147 310,118 340,90;t 380,200;t 399,240"
 
 for tool in valgrind pamtester; do
   command -v "$tool" >/dev/null || { echo "valgrind.sh: $tool is missing (make deps)" >&2; exit 1; }

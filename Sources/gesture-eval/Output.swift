@@ -20,6 +20,10 @@ func writeROC(current: [(factor: Double, frr: Double, far: Double)],
     func x(_ far: Double) -> Double { margin + min(far, span) / span * size }
     func y(_ frr: Double) -> Double { margin + size - min(frr, span) / span * size }
     func number(_ value: Double) -> String { String(Int((value * 10).rounded()) / 10) }
+    func percent(_ value: Double) -> String {
+        let tenths = Int((value * 10).rounded())
+        return "\(tenths / 10).\(tenths % 10)"
+    }
     var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(size + 2 * margin + 160))\" height=\"\(Int(size + 2 * margin))\" font-family=\"sans-serif\" font-size=\"13\">\n"
     svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     svg += "<text x=\"\(margin)\" y=\"30\" font-size=\"16\">Puff gestures: FRR at σ 1 % against shoulder-surf FAR (tolerance swept)</text>\n"
@@ -30,7 +34,7 @@ func writeROC(current: [(factor: Double, frr: Double, far: Double)],
         svg += "<text x=\"\(margin - 30)\" y=\"\(y(tick) + 4)\">\(number(tick))</text>\n"
     }
     svg += "<rect x=\"\(x(0))\" y=\"\(y(2))\" width=\"\(x(5) - x(0))\" height=\"\(y(0) - y(2))\" fill=\"#2a2\" fill-opacity=\"0.25\"/>\n"
-    svg += "<text x=\"\(x(5) + 4)\" y=\"\(y(2) + 2)\" fill=\"#2a2\">goal: FRR ≤ 2 %, FAR ≤ 5 %</text>\n"
+    svg += "<text x=\"\(x(5) + 4)\" y=\"\(y(5))\" fill=\"#2a2\">goal: FRR ≤ 2 %, FAR ≤ 5 % (the green box)</text>\n"
     svg += "<text x=\"\(x(span / 2) - 90)\" y=\"\(y(0) + 40)\">shoulder-surf FAR (%)</text>\n"
     svg += "<text x=\"20\" y=\"\(y(span / 2))\" transform=\"rotate(-90 20 \(y(span / 2)))\">FRR at σ = 1 % (%)</text>\n"
     for (curve, colour, name) in [(baseline, "#c33", "baseline (v1 squares)"), (current, "#24c", "v2 (shift + DTW)")] {
@@ -40,7 +44,7 @@ func writeROC(current: [(factor: Double, frr: Double, far: Double)],
             let isDefault = abs(point.factor - 1) < 1e-9
             svg += "<circle cx=\"\(x(point.far))\" cy=\"\(y(point.frr))\" r=\"\(isDefault ? 6 : 3)\" fill=\"\(colour)\"/>\n"
             if isDefault {
-                svg += "<text x=\"\(x(point.far) + 9)\" y=\"\(y(point.frr) - 8)\" fill=\"\(colour)\">\(name) default: FRR \(number(point.frr)) %, FAR \(number(point.far)) %</text>\n"
+                svg += "<text x=\"\(x(point.far) + 9)\" y=\"\(y(point.frr) - 8)\" fill=\"\(colour)\">\(name) default: FRR \(percent(point.frr)) %, FAR \(percent(point.far)) %</text>\n"
             }
         }
     }

@@ -153,17 +153,31 @@ enum Shapes {
     static func clampAll(_ points: [Point]) -> [Point] { points.map(clamp) }
 }
 
-/// The ten gestures of the workload.
-func workloadGestures(random: inout Random) -> [IdealGesture] {
+/// The ten gestures of the workload, and the candidates the enroller refused on the way.
+/// Candidates are generated as issue 13 describes (two fixed gestures, then random mixes of
+/// 2…4 parts); a candidate whose exact drawing the real enroller refuses
+/// (`GestureEnroller.build(drawings:)`: fewer than three parts, all in one spot, a stroke too
+/// short) is set aside and the next one is drawn from the same stream.
+func workloadGestures(random: inout Random) -> (accepted: [IdealGesture], refused: [(IdealGesture, GestureEnrollmentError)]) {
     var gestures: [IdealGesture] = []
+    var refused: [(IdealGesture, GestureEnrollmentError)] = []
+    func offer(_ gesture: IdealGesture) {
+        let exact = exactDrawing(gesture)
+        do {
+            _ = try GestureEnroller.build(drawings: [exact, exact])
+            gestures.append(gesture)
+        } catch {
+            refused.append((gesture, error))
+        }
+    }
     // Outline + tap + line.
-    gestures.append(IdealGesture(name: "outline+tap+line", parts: [
+    offer(IdealGesture(name: "outline+tap+line", parts: [
         IdealPart(isTap: false, points: Shapes.outline(centre: salientSpots[0], radius: 90, random: &random)),
         IdealPart(isTap: true, points: [salientSpots[4]]),
         IdealPart(isTap: false, points: Shapes.line(from: Point(x: 560, y: 600), to: Point(x: 900, y: 520))),
     ]))
     // Line + circle + tap.
-    gestures.append(IdealGesture(name: "line+circle+tap", parts: [
+    offer(IdealGesture(name: "line+circle+tap", parts: [
         IdealPart(isTap: false, points: Shapes.line(from: Point(x: 120, y: 620), to: Point(x: 420, y: 380))),
         IdealPart(isTap: false, points: Shapes.circle(centre: salientSpots[2], rx: 80, ry: 70, start: -Double.pi / 2, clockwise: true)),
         IdealPart(isTap: true, points: [salientSpots[9]]),
@@ -183,9 +197,9 @@ func workloadGestures(random: inout Random) -> [IdealGesture] {
                 parts.append(IdealPart(isTap: false, points: Shapes.clampAll(Shapes.randomPath(around: spot, random: &random))))
             }
         }
-        gestures.append(IdealGesture(name: "mix \(gestures.count - 1)", parts: parts))
+        offer(IdealGesture(name: "mix \(gestures.count + refused.count - 1)", parts: parts))
     }
-    return gestures
+    return (gestures, refused)
 }
 
 /// How an attempt is captured.

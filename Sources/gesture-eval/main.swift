@@ -1,7 +1,9 @@
 // `make gesture-eval`: the workload table of issue 13 through the real matcher, the baseline
 // (version-1 templates, today's square counting) next to version 2, and an ROC curve as SVG.
 //
-//     gesture-eval [--attempts N] [--svg FILE] [--wire DIRECTORY --wire-attempts N]
+//     gesture-eval [--attempts N] [--seed N] [--svg FILE] [--wire DIRECTORY --wire-attempts N]
+//
+// The seed is 13 unless --seed is given (another seed shows how much the figures move).
 //
 // With --wire, it also writes, for each of the ten gestures, the enrollment drawings and a
 // set of attempts in Puff's wire format with the matcher's verdict, for scripts/gesture-eval.sh
@@ -13,6 +15,7 @@ var attemptsPerRow = 500
 var svgPath = "build/gesture-roc.svg"
 var wireDirectory: String?
 var wireAttempts = 20
+nonisolated(unsafe) var seed: UInt64 = 13
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
@@ -20,16 +23,16 @@ while let argument = arguments.next() {
     case "--svg": svgPath = arguments.next() ?? svgPath
     case "--wire": wireDirectory = arguments.next()
     case "--wire-attempts": wireAttempts = Int(arguments.next() ?? "") ?? wireAttempts
+    case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     default:
-        complain("usage: gesture-eval [--attempts N] [--svg FILE] [--wire DIRECTORY --wire-attempts N]\n")
+        complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--wire DIRECTORY --wire-attempts N]\n")
         exit(2)
     }
 }
 
-let seed: UInt64 = 13
 nonisolated(unsafe) var currentLabel = ""
 var setupRandom = Random(state: seed)
-let gestures = workloadGestures(random: &setupRandom)
+let (gestures, refusedGestures) = workloadGestures(random: &setupRandom)
 let enrollmentsPerGesture = 5
 
 /// One enrolled gesture under test: the baseline (version 1) and the version-2 template.
@@ -162,7 +165,11 @@ func format(_ value: Double) -> String {
 
 print("Puff gesture evaluation: \(gestures.count) gestures on a 1000×750 picture, seed \(seed), \(attemptsPerRow) attempts a row")
 print("(\(enrollmentsPerGesture) enrollments per gesture and row; baseline = version-1 template, today's matcher;")
-print(" v2 = version-2 template with the default settings; the definition is the exact gesture)\n")
+print(" v2 = version-2 template with the default settings; the definition is the exact gesture)")
+let generated = gestures.count + refusedGestures.count
+print("enrollment refused \(refusedGestures.count) of the \(generated) gestures generated (\(format(100 * Double(refusedGestures.count) / Double(max(1, generated))))), replaced by the next ones:")
+for (gesture, error) in refusedGestures { print("  \(gesture.name) (\(gesture.parts.count) parts): \(error)") }
+print("parts of the ten kept: " + gestures.map { String($0.parts.count) }.joined(separator: ", ") + "\n")
 print("| workload | baseline (v1) | v2 | goal | v2 refusals by rule |")
 print("|---|---|---|---|---|")
 var allMet = true

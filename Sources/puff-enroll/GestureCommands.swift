@@ -16,8 +16,9 @@ struct GestureCommand: ParsableCommand {
         terminal without echo or, with --stdin, as lines of standard input. The confirmation \
         must verify against the first drawing, exactly as a login would; when the two differ a \
         lot a third drawing is asked for (a third line with --stdin). How far each part of the \
-        confirmations lies from the definition is stored as that part's spread. A single tap, a \
-        short single stroke and parts all in one spot are refused. The picture (PNG or JPEG) is \
+        confirmations lies from the definition is stored as that part's spread. A gesture needs at \
+        least three parts (taps, lines, circles); fewer, strokes under 6 % of the picture and \
+        parts all in one spot are refused with the reason. The picture (PNG or JPEG) is \
         copied into the store; coordinates are its pixels.
         """
     )

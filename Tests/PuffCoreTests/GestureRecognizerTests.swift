@@ -71,13 +71,23 @@ struct GestureRecognizerTests {
     }
 
     @Test("the enroller refuses weak gestures with a reason", arguments: [
-        (Gesture(width: 1000, height: 750, parts: [tap(500, 300)]), GestureEnrollmentError.tooSimple),
-        (Gesture(width: 1000, height: 750, parts: [line(100, 100, 250, 100)]), .tooSimple),
+        (Gesture(width: 1000, height: 750, parts: [tap(500, 300)]), GestureEnrollmentError.tooFewParts(1)),
+        (Gesture(width: 1000, height: 750, parts: [line(100, 100, 900, 600)]), .tooFewParts(1)),
+        (Gesture(width: 1000, height: 750, parts: [line(100, 100, 600, 100), tap(800, 500)]), .tooFewParts(2)),
+        (Gesture(width: 1000, height: 750, parts: [tap(200, 100), tap(800, 600)]), .tooFewParts(2)),
         (Gesture(width: 1000, height: 750, parts: [tap(500, 300), tap(520, 310), tap(510, 330)]), .allInOneSpot),
-        (Gesture(width: 1000, height: 750, parts: [line(100, 100, 130, 100), tap(600, 500)]), .pathTooShort(part: 0, rasterPoints: 0)),
+        (Gesture(width: 1000, height: 750, parts: [line(100, 100, 130, 100), tap(600, 500), tap(800, 200)]),
+         .pathTooShort(part: 0, rasterPoints: 0)),
     ])
     func weak(gesture: Gesture, expected: GestureEnrollmentError) {
         #expect(throws: expected) { try GestureEnroller.build(drawings: [gesture, gesture]) }
+    }
+
+    @Test("the refusal of too few parts says how many to draw")
+    func tooFewPartsMessage() {
+        #expect(GestureEnrollmentError.tooFewParts(2).description
+                == "the gesture has 2 parts; draw at least 3 (taps, lines, circles), or someone who saw it once could copy it")
+        #expect(GestureEnrollmentError.tooFewParts(1).description.hasPrefix("the gesture has 1 part;"))
     }
 
     @Test("a confirmation that does not match is refused, naming the part")
@@ -97,6 +107,18 @@ struct GestureRecognizerTests {
         let decoded = try GestureTemplate.decode(template.encode())
         #expect(decoded == template)
         #expect(template.encode()[4] == 2)
+    }
+
+    @Test("a two-part gesture is refused at enrollment, but a two-part version-1 record still verifies and migrates")
+    func twoPartRecordsKeepWorking() throws {
+        let gesture = Gesture(width: 1000, height: 750, parts: [Self.line(100, 600, 400, 400), Self.tap(700, 200)])
+        #expect(throws: GestureEnrollmentError.tooFewParts(2)) { try GestureEnroller.build(drawings: [gesture, gesture]) }
+        let old = try GestureTemplate.decode(try GestureEnroller.build(from: gesture).encode())
+        #expect(old.version == 1 && GestureMatcher.verify(old, gesture).passed)
+        let upgraded = old.upgraded()
+        #expect(upgraded.version == 2 && upgraded.parts.count == 2)
+        #expect(GestureMatcher.verify(upgraded, gesture).passed)
+        #expect(GestureMatcher.verify(upgraded, Self.moved(gesture, by: [(0, 0), (60, 0)])).passed == false)
     }
 
     @Test("a version-1 template still decodes, verifies with the old rules, and upgrades to version 2")

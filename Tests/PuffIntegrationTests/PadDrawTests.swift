@@ -149,6 +149,81 @@ struct PadDrawTests {
         #expect(result.terminalRestored)
     }
 
+    /// Runs `puff-pad draw` under Tests/Pad/pixel-terminal.py, a pseudo-terminal of 100 × 30
+    /// cells of 10 × 20 pixels that plays the terminal's side of the SGR-Pixels handshake
+    /// (`supported`) or does not know the mode; `reports` are the bytes after `ESC [ <`.
+    func pixelTerminal(supported: Bool, reports: [String], parts: String) throws -> (events: [String], gesture: Gesture?) {
+        var template = Array("/tmp/puff-pixel-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw PadTestError("mkdtemp failed") }
+        let directory = String(cString: made)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = Artefacts.repository.appendingPathComponent("Tests/Pad/pixel-terminal.py").path
+        let result = try run("/usr/bin/python3", [script, directory + "/out", "100", "30", "10", "20",
+                                                  supported ? "supported" : "unsupported", "--",
+                                                  Artefacts.pad, "draw", "--picture", Artefacts.testPicture],
+                             input: (reports + ["parts: " + parts]).joined(separator: "\n") + "\n", seconds: 60)
+        #expect(result.status == 0, "\(result.output)\(result.errors)")
+        let lines = result.output.split(separator: "\n").map(String.init)
+        let wire = lines.first { $0.hasPrefix("output: ") }.map { String($0.dropFirst("output: ".count)) }
+        return (lines.filter { !$0.hasPrefix("output: ") }, try wire.map { try GestureWire.parse(Array($0.utf8)) })
+    }
+
+    /// The window pixel (counted from 1, as reports count) that a terminal with 10 × 20-pixel
+    /// cells reports for picture pixel (x, y), and the picture point the pad must send for it:
+    /// the centre of that window pixel, within a tenth of a cell of (x, y).
+    static func pixelReport(_ x: Double, _ y: Double) -> (report: (Int, Int), point: (Double, Double)) {
+        let cellX = x / PadGeometry.cellWidth, cellY = y / PadGeometry.cellHeight
+        let column = Int(cellX), row = Int(cellY)
+        let insideX = Int((cellX - Double(column)) * 10), insideY = Int((cellY - Double(row)) * 20)
+        let report = ((PadGeometry.left + column) * 10 + insideX + 1, (PadGeometry.top + row) * 20 + insideY + 1)
+        let point = ((Double(column) + (Double(insideX) + 0.5) / 10) * PadGeometry.cellWidth,
+                     (Double(row) + (Double(insideY) + 0.5) / 20) * PadGeometry.cellHeight)
+        return (report, point)
+    }
+
+    /// A terminal that knows SGR-Pixels (mode 1016): the pad asks whether it knows the mode,
+    /// then its cell size, switches the mode on only after both answers, and sends the picture
+    /// point under the reported pixel — not the cell's centre — for a stroke and a tap; on
+    /// exit it switches the mode off again.
+    @Test func pixelReportsArePixelPrecise() throws {
+        // A stroke up the hill and a tap beside the sun, each point off its cell's centre.
+        let stroke = [(41.3, 259.2), (80.9, 226.4), (120.8, 190.4), (171.2, 141.7), (219.6, 91.7)].map(Self.pixelReport)
+        let tap = Self.pixelReport(302.2, 84.9)
+        var reports = ["0;\(stroke[0].report.0);\(stroke[0].report.1)M"]
+        reports += stroke.dropFirst().map { "32;\($0.report.0);\($0.report.1)M" }
+        reports.append("0;\(stroke[4].report.0);\(stroke[4].report.1)m")
+        reports += ["0;\(tap.report.0);\(tap.report.1)M", "0;\(tap.report.0);\(tap.report.1)m"]
+        let (events, drawn) = try pixelTerminal(supported: true, reports: reports, parts: "2 parts")
+        #expect(events == ["asked mode", "asked cell size", "mode on", "mode off", "status 0"], "\(events)")
+        let gesture = try #require(drawn, "no gesture on stdout: \(events)")
+        try #require(gesture.parts.count == 2)
+        #expect(gesture.parts[0].kind == .path && gesture.parts[1].kind == .tap)
+        try #require(gesture.parts[0].points.count == stroke.count)
+        for (point, expected) in zip(gesture.parts[0].points + gesture.parts[1].points, stroke + [tap]) {
+            // To the wire format's thousandth of a pixel.
+            #expect(abs(point.x - expected.point.0) <= 0.001 && abs(point.y - expected.point.1) <= 0.001,
+                    "got \(point.x),\(point.y), expected \(expected.point)")
+        }
+        // Within a tenth of a cell of what was aimed at (cell reports are off by up to half a
+        // cell), and not the cell's centre.
+        let tapPoint = gesture.parts[1].points[0]
+        #expect(abs(tapPoint.x - 302.2) <= PadGeometry.cellWidth / 10 && abs(tapPoint.y - 84.9) <= PadGeometry.cellHeight / 20)
+        let centre = PadGeometry.pixel(PadGeometry.cell(302.2, 84.9))
+        #expect(abs(tapPoint.x - centre.0) > 1 || abs(tapPoint.y - centre.1) > 1, "the tap was sent as its cell's centre")
+    }
+
+    /// A terminal that does not know mode 1016: the pad asks once, never switches the mode on,
+    /// and reads the reports as cells (each point its cell's centre).
+    @Test func withoutPixelReportsCellsAreUsed() throws {
+        let cells = [(30, 10), (60, 5)]
+        let reports = cells.flatMap { ["0;\($0.0 + 1);\($0.1 + 1)M", "0;\($0.0 + 1);\($0.1 + 1)m"] }
+        let (events, drawn) = try pixelTerminal(supported: false, reports: reports, parts: "2 parts")
+        #expect(events == ["asked mode", "mode off", "status 0"], "\(events)")
+        let gesture = try #require(drawn, "no gesture on stdout: \(events)")
+        try #require(gesture.parts.count == 2)
+        for (part, cell) in zip(gesture.parts, cells) { PadGeometry.expect(part.points[0], isCentreOf: cell) }
+    }
+
     func wait(timeout: Double = 5, _ condition: () throws -> Bool) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {

@@ -8,24 +8,30 @@ import Testing
 @Suite(.serialized)
 struct PadLoginTests {
     static let passcode = "604917"
-    /// The enrolled gesture, as cells of a 100x30 pane: a stroke up the hill, a tap on the sun.
+    /// The enrolled gesture, as cells of a 100x30 pane: a stroke up the hill, a tap on the sun,
+    /// a tap at the bottom right (a version-2 gesture needs three parts).
     static let path = (0...10).map { i in (20 + 3 * i, 24 - i) }
     static let sun = PadGeometry.cell(300, 80)
+    static let corner = PadGeometry.cell(330, 240)
 
-    static func wire(path: [(Int, Int)], tap: (Int, Int)) -> String {
+    static func wire(path: [(Int, Int)], taps: [(Int, Int)]) -> String {
         func text(_ cell: (Int, Int)) -> String {
             let (x, y) = PadGeometry.pixel(cell)
             return String(format: "%.3f,%.3f", x, y)
         }
-        return "puff-gesture:1:400x300:p " + path.map(text).joined(separator: " ") + ";t " + text(tap)
+        return "puff-gesture:1:400x300:p " + path.map(text).joined(separator: " ")
+            + taps.map { ";t " + text($0) }.joined()
     }
+
+    /// The enrolled gesture's wire text.
+    static var genuine: String { wire(path: path, taps: [sun, corner]) }
 
     /// A store with the user's 6-digit passcode and the gesture (enrolled from the same cell
     /// centres the pad sends).
     func enrolledStore(_ user: String) throws -> Fixture {
         let fixture = try Fixture(moduleArguments: "deny=100")
         #expect(try fixture.enroll(user, Self.passcode).status == 0)
-        let gesture = Self.wire(path: Self.path, tap: Self.sun)
+        let gesture = Self.genuine
         let enrolled = try run(Artefacts.enroll, ["gesture", "--user", user, "--picture", Artefacts.testPicture, "--stdin"]
                                + fixture.storeArguments, input: gesture + "\n" + gesture + "\n")
         #expect(enrolled.status == 0, "\(enrolled.errors)")
@@ -52,7 +58,8 @@ struct PadLoginTests {
         #expect(try pane.capture().contains("or press Tab for the passcode"))
         try pane.stroke(Self.path)
         try pane.tap(Self.sun)
-        try pane.waitFor("2 parts")
+        try pane.tap(Self.corner)
+        try pane.waitFor("3 parts")
         try pane.key("Enter")
         let result = try pane.finished()
         #expect(result.status == 0, "\(result.errors)")
@@ -66,10 +73,12 @@ struct PadLoginTests {
         let fixture = try enrolledStore(user)
         let pane = try login(fixture, user)
         try pane.waitFor("Tab/type: passcode")
-        // The same shapes four cells (22 px) to the right: outside the ±9 px tolerance.
-        try pane.stroke(Self.path.map { ($0.0 + 4, $0.1) })
-        try pane.tap((Self.sun.0 + 4, Self.sun.1))
-        try pane.waitFor("2 parts")
+        // The stroke and the sun right, the last tap eight cells (44 px, 11 % of the picture)
+        // to the left: one part misplaced on its own is what the place score refuses.
+        try pane.stroke(Self.path)
+        try pane.tap(Self.sun)
+        try pane.tap((Self.corner.0 - 8, Self.corner.1))
+        try pane.waitFor("3 parts")
         try pane.key("Enter")
         let result = try pane.finished()
         #expect(result.status == 1, "\(result.errors)")
@@ -155,14 +164,15 @@ struct PadLoginTests {
             try pane.waitFor("0 parts")
             try pane.stroke(Self.path)
             try pane.tap(Self.sun)
-            try pane.waitFor("2 parts")
+            try pane.tap(Self.corner)
+            try pane.waitFor("3 parts")
             try pane.key("Enter")
         }
         let result = try pane.finished()
         #expect(result.status == 0, "\(result.errors)")
         #expect(try pane.capture().contains("Gesture for \(user) saved"))
         #expect(result.terminalRestored)
-        let login = try fixture.authenticate(user, replies: [Self.wire(path: Self.path, tap: Self.sun)])
+        let login = try fixture.authenticate(user, replies: [Self.genuine])
         #expect(login.status == PAMCode.success, "\(login.output)")
     }
 

@@ -34,7 +34,7 @@ struct PadOverSSHTests {
         chown(out, user.uid, user.gid)
 
         #expect(try fixture.enroll(user.name, Self.passcode).status == 0)
-        let gesture = PadLoginTests.wire(path: PadLoginTests.path, tap: PadLoginTests.sun)
+        let gesture = PadLoginTests.genuine
         let enrolled = try run(Artefacts.enroll, ["gesture", "--user", user.name, "--picture", picture, "--stdin"]
                                + fixture.storeArguments, input: gesture + "\n" + gesture + "\n")
         #expect(enrolled.status == 0, "\(enrolled.errors)")
@@ -71,10 +71,11 @@ struct PadOverSSHTests {
         let sky = String(try pane.capture(escapes: true).split(separator: "\n", omittingEmptySubsequences: false)[1])
         let skyStart = try Regex("^(\u{1B}\\[[0-9;]*m)* {14}(\u{1B}\\[[0-9;]*m)*\u{1B}\\[48;5;[0-9]+m")
         #expect(sky.contains(skyStart), "row 1: \(sky.debugDescription)")
-        let path = PadLoginTests.path, sun = PadLoginTests.sun
+        let path = PadLoginTests.path, sun = PadLoginTests.sun, corner = PadLoginTests.corner
         try pane.stroke(path)
         try pane.tap(sun)
-        try pane.waitFor("2 parts")
+        try pane.tap(corner)
+        try pane.waitFor("3 parts")
         let drawn = try pane.screen()
         #expect(drawn[24][20] == "1")
         #expect(drawn[19][35] == "●" && drawn[14][50] == "●")
@@ -93,24 +94,29 @@ struct PadOverSSHTests {
         let first = try #require(line.split(separator: "\n").first.map(String.init), "the pad printed nothing")
         let parsed = try GestureWire.parse(Array(first.utf8))
         #expect(parsed.width == 400 && parsed.height == 300)
-        try #require(parsed.parts.count == 2)
+        try #require(parsed.parts.count == 3)
         #expect(parsed.parts[0].kind == .path && parsed.parts[0].points.count == path.count)
         for (point, cell) in zip(parsed.parts[0].points, path) { PadGeometry.expect(point, isCentreOf: cell) }
         #expect(parsed.parts[1].kind == .tap)
         PadGeometry.expect(parsed.parts[1].points[0], isCentreOf: sun)
+        #expect(parsed.parts[2].kind == .tap)
+        PadGeometry.expect(parsed.parts[2].points[0], isCentreOf: corner)
 
-        // A wrong gesture first (the same shapes four cells to the right): refused and counted,
-        // with the module's message on the next screen; then the genuine one.
-        try pane.stroke(path.map { ($0.0 + 4, $0.1) })
-        try pane.tap((sun.0 + 4, sun.1))
-        try pane.waitFor("2 parts")
+        // A wrong gesture first (the same shapes eight cells, 44 px or 11 % of the picture, to
+        // the right): refused and counted, with the module's message on the next screen; then
+        // the genuine one.
+        try pane.stroke(path.map { ($0.0 + 8, $0.1) })
+        try pane.tap((sun.0 + 8, sun.1))
+        try pane.tap((corner.0 + 8, corner.1))
+        try pane.waitFor("3 parts")
         try pane.key("Enter")
         try pane.waitFor("Puff: wrong gesture.", timeout: 20)
         try pane.waitFor("0 parts")
         #expect(try fixture.failures(user.name) == 1)
         try pane.stroke(path)
         try pane.tap(sun)
-        try pane.waitFor("2 parts")
+        try pane.tap(corner)
+        try pane.waitFor("3 parts")
         try pane.key("Enter")
         let result = try pane.finished(timeout: 20)
         let elapsed = Date().timeIntervalSince(started)
