@@ -198,10 +198,16 @@ public struct Authenticator {
             }
             if isGesture {
                 guard let template else { return failed("a gesture was sent but none is enrolled") }
+                // The opened points are wiped once this attempt is over, as the secret is.
+                defer { template.wipeStorage() }
                 if let problem = Self.gestureProblem(passcode, template, naming: options.debug) { return failed(problem) }
                 // A version-1 template is migrated after a success, as passcode hashes are rehashed.
-                let upgradedGesture = template.version < GestureTemplate.encodingVersion
-                    ? try GestureSealing.seal(template.upgraded(), for: account, hostKey: hostKey) : nil
+                var upgradedGesture: String?
+                if template.version < GestureTemplate.encodingVersion {
+                    let upgraded = template.upgraded()
+                    defer { upgraded.wipeStorage() }
+                    upgradedGesture = try GestureSealing.seal(upgraded, for: account, hostKey: hostKey)
+                }
                 return try settleSuccess(of: counted.serial, for: account, verified: record, at: started,
                                          passcode: nil, upgradedHash: nil, upgradedGesture: upgradedGesture,
                                          failed: failed)

@@ -15,3 +15,14 @@ extension Gesture {
         }
     }
 }
+
+extension GestureTemplate {
+    /// Zeroes the points of an opened template where they lie, with `explicit_bzero` — in the
+    /// storage every copy of this value shares, which is the point: the attempt is over and no
+    /// copy is read again. Only for a template opened for one verification.
+    public func wipeStorage() {
+        forEachPointStorage { bytes in
+            if let base = bytes.baseAddress { explicit_bzero(UnsafeMutableRawPointer(mutating: base), bytes.count) }
+        }
+    }
+}

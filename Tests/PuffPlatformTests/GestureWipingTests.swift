@@ -16,3 +16,21 @@ struct GestureWipingTests {
         #expect(gesture.parts.allSatisfy { part in part.points.allSatisfy { $0.x == 0 && $0.y == 0 } })
     }
 }
+
+/// An opened template's points are wiped where they lie once the attempt is over.
+struct TemplateWipingTests {
+    @Test func wipeStorageZeroesThePointsEveryCopyShares() throws {
+        let parts = [GesturePart(kind: .path, points: (0..<10).map { GesturePoint(x: 20 + Double($0) * 30, y: 150) }),
+                     GesturePart(kind: .tap, points: [GesturePoint(x: 300, y: 80)]),
+                     GesturePart(kind: .tap, points: [GesturePoint(x: 100, y: 60)])]
+        let template = try GestureTemplate(width: 400, height: 300, parameters: .standard, parts: parts)
+        let copy = template
+        var nonZero = 0
+        copy.forEachPointStorage { bytes in nonZero += bytes.filter { $0 != 0 }.count }
+        #expect(nonZero > 0)
+        template.wipeStorage()
+        var left = 0
+        copy.forEachPointStorage { bytes in left += bytes.filter { $0 != 0 }.count }
+        #expect(left == 0)
+    }
+}

@@ -191,3 +191,14 @@ public enum GestureTemplateError: Error, Equatable, Sendable {
     /// A version-2 spread is not a finite number in 0…1.
     case badSpread
 }
+
+extension GestureTemplate {
+    /// Calls `body` with the memory of every array that holds this template's points (the
+    /// parts' points and the matcher's milli-pixel copies), for wiping once a verification is
+    /// over (PuffPlatform's `wipeStorage`, with `explicit_bzero`). The memory is shared with
+    /// every copy of the template.
+    public func forEachPointStorage(_ body: (UnsafeRawBufferPointer) -> Void) {
+        for part in parts { part.points.withUnsafeBytes(body) }
+        for points in storedPoints { points.withUnsafeBytes(body) }
+    }
+}

@@ -189,6 +189,7 @@ extension Authenticator {
         // Step 2, without any lock.
         if isGesture {
             guard let template else { return failed("a gesture was sent but none is enrolled") }
+            defer { template.wipeStorage() }
             if let problem = Self.gestureProblem(passcode, template) { return failed(problem) }
             return try fleetSettleSuccess(connection, account, verified: record, counted: counted,
                                           localSerial: localCounted.serial, passcode: nil, upgradedHash: nil,

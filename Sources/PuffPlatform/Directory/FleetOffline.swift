@@ -123,6 +123,7 @@ extension Authenticator {
         }
         if isGesture {
             guard let template else { return failed("a gesture was sent but none is enrolled") }
+            defer { template.wipeStorage() }
             if let problem = Self.gestureProblem(passcode, template) { return failed(problem) }
         } else {
             guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
