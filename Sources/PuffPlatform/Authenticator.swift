@@ -161,14 +161,9 @@ public struct Authenticator {
                 guard status == .open else { return .decided(.locked(status)) }
                 // Re-read under the lock: an enrollment may have changed the record since.
                 guard let record = try records.load(account), record.hasAnyFactor else { return .decided(.notEnrolled) }
-                let acceptance = options.quickFactor.acceptance(of: record, tally, bootID: bootID(), now: started)
-                if case .refused = acceptance { return .decided(.locked(.lockedUntilReset)) }
-                if isGesture, case .passcodeOnly(_, let reason?) = acceptance { return .decided(.passcodeRequired(reason)) }
-                if !isGesture, !asProofForChange, let minimum = options.minimumPasscode,
-                   let stored = record.passcode, !stored.type.meets(minimum) {
-                    return .decided(.failure(failures: tally.failures, lock: status,
-                                             detail: "the enrolled passcode type \(stored.type.rawValue) is below "
-                                                 + "min_passcode=\(minimum.rawValue); not counted, nothing verified"))
+                if let decided = decidedBeforeCounting(record, tally, isGesture: isGesture,
+                                                       asProofForChange: asProofForChange, at: started) {
+                    return .decided(decided)
                 }
                 // Open the template before counting: a store problem must not cost an attempt.
                 var template: GestureTemplate?
@@ -382,6 +377,25 @@ public struct Authenticator {
             if naming, let detail = result.detail { return "gesture did not match (\(detail))" }
             return "gesture did not match" + (result.failure.map { " (\($0))" } ?? "")
         }
+    }
+
+    /// What an open attempt comes to before it is counted, when the record and the counter
+    /// (`tally`: the local one, or the fleet's view of it) decide it without a secret: refused
+    /// (an administrator's lock on a gesture-only user), a gesture while only the passcode is
+    /// accepted, a passcode type below `min_passcode`. `nil`: count it and verify. The same
+    /// rules for the local store and for the directory, online and offline.
+    func decidedBeforeCounting(_ record: UserRecord, _ tally: Tally, isGesture: Bool, asProofForChange: Bool,
+                               at time: Int64) -> Outcome? {
+        let acceptance = options.quickFactor.acceptance(of: record, tally, bootID: bootID(), now: time)
+        if case .refused = acceptance { return .locked(.lockedUntilReset) }
+        if isGesture, case .passcodeOnly(_, let reason?) = acceptance { return .passcodeRequired(reason) }
+        if !isGesture, !asProofForChange, let minimum = options.minimumPasscode,
+           let stored = record.passcode, !stored.type.meets(minimum) {
+            return .failure(failures: tally.failures, lock: .open,
+                            detail: "the enrolled passcode type \(stored.type.rawValue) is below "
+                                + "min_passcode=\(minimum.rawValue); not counted, nothing verified")
+        }
+        return nil
     }
 
     /// The work of verifying a wrong passcode, against a dummy hash.

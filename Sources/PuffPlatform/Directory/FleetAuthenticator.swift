@@ -149,14 +149,9 @@ extension Authenticator {
         let before = options.lockout.fleetTally(fleet, local: try counters.read(account.name))
         let status = options.lockout.status(of: before, now: started, isRoot: isRoot)
         guard status == .open else { return .locked(status) }
-        let acceptance = options.quickFactor.acceptance(of: record, before, bootID: bootID(), now: started)
-        if case .refused = acceptance { return .locked(.lockedUntilReset) }
-        if isGesture, case .passcodeOnly(_, let reason?) = acceptance { return .passcodeRequired(reason) }
-        if !isGesture, !asProofForChange, let minimum = options.minimumPasscode,
-           let stored = record.passcode, !stored.type.meets(minimum) {
-            return .failure(failures: before.failures, lock: status,
-                            detail: "the enrolled passcode type \(stored.type.rawValue) is below "
-                                + "min_passcode=\(minimum.rawValue); not counted, nothing verified")
+        if let decided = decidedBeforeCounting(record, before, isGesture: isGesture, asProofForChange: asProofForChange,
+                                               at: started) {
+            return decided
         }
         // Open the template before counting: a record problem must not cost an attempt.
         var template: GestureTemplate?

@@ -81,14 +81,9 @@ extension Authenticator {
             let view = options.lockout.offlineTally(entry.counter, local: tally)
             let status = options.lockout.status(of: view, now: started, isRoot: isRoot)
             guard status == .open else { return .decided(.locked(status)) }
-            let acceptance = options.quickFactor.acceptance(of: record, view, bootID: bootID(), now: started)
-            if case .refused = acceptance { return .decided(.locked(.lockedUntilReset)) }
-            if isGesture, case .passcodeOnly(_, let reason?) = acceptance { return .decided(.passcodeRequired(reason)) }
-            if !isGesture, !asProofForChange, let minimum = options.minimumPasscode,
-               let stored = record.passcode, !stored.type.meets(minimum) {
-                return .decided(.failure(failures: view.failures, lock: status,
-                                         detail: "the enrolled passcode type \(stored.type.rawValue) is below "
-                                             + "min_passcode=\(minimum.rawValue); not counted, nothing verified"))
+            if let decided = decidedBeforeCounting(record, view, isGesture: isGesture, asProofForChange: asProofForChange,
+                                                   at: started) {
+                return .decided(decided)
             }
             var template: GestureTemplate?
             if isGesture, let gesture = record.gesture {
