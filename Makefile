@@ -237,6 +237,7 @@ demo: build
 bench: build timing
 	cc -O2 -Wall -o build/puff-loadprobe Tests/Bench/loadprobe.c -Wl,--no-as-needed -lpam -ldl
 	cc -O2 -Wall -o build/puff-spawnprobe Tests/Bench/spawnprobe.c
+	cc -O2 -Wall -shared -fPIC -o build/puff-nosync.so Tests/Bench/nosync.c
 	$(SWIFT) build -c release --product gesture-bench
 	$(HERMETIC) --label bench -- bash scripts/bench.sh
 	.build/release/gesture-bench
