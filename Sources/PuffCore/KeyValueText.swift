@@ -22,6 +22,14 @@ enum KeyValueText {
     static func parse(_ bytes: some Collection<UInt8>, header: String, maximumSize: Int,
                       keys: Set<String>, optional: Set<String>) throws(RecordFormatError) -> [String: String] {
         guard bytes.count <= maximumSize else { throw .tooLarge }
+        return try parse(Array(bytes), header: header, keys: keys, optional: optional)
+    }
+
+    /// The parser itself, for an array (one copy in the module, whatever collection the
+    /// caller holds).
+    @inline(never)
+    private static func parse(_ bytes: [UInt8], header: String, keys: Set<String>,
+                              optional: Set<String>) throws(RecordFormatError) -> [String: String] {
         guard bytes.reversed().first == UInt8(ascii: "\n") else { throw .badText }
         for byte in bytes where byte != UInt8(ascii: "\n") && (byte < 0x20 || byte > 0x7e) {
             throw .badText
@@ -29,7 +37,7 @@ enum KeyValueText {
         // Split as bytes: every byte is printable ASCII or a newline (checked above), so a byte
         // is a character, and byte comparison is the text comparison, without the grapheme
         // breaking that made String.split the bulk of a login's instructions.
-        var lines = Array(bytes).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         lines.removeLast() // the empty piece after the final newline
         guard let first = lines.first, first.elementsEqual(header.utf8) else { throw .badHeader }
         var fields: [String: String] = [:]

@@ -271,10 +271,18 @@ public enum OptionParser {
     static func duration(_ text: some StringProtocol) -> Int64? {
         var digits = Substring(text)
         var unit: Int64 = 1
-        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
-        if let last = digits.last, let scale = units[last] {
-            unit = scale
+        // The unit is one ASCII letter, so its last byte is the whole of it.
+        switch digits.utf8.last {
+        case UInt8(ascii: "s"): unit = 1
+        case UInt8(ascii: "m"): unit = 60
+        case UInt8(ascii: "h"): unit = 3600
+        case UInt8(ascii: "d"): unit = 86400
+        default: unit = 0
+        }
+        if unit > 0 {
             digits = digits.dropLast()
+        } else {
+            unit = 1
         }
         guard let count = integer(digits) else { return nil }
         let seconds = count.multipliedReportingOverflow(by: unit)
