@@ -1,8 +1,9 @@
 import Glibc
 import PuffCore
 
-/// Runs the setuid helper `puff-check` (for the module when it is not root, and for
-/// `puff-enroll` run by an ordinary user) and collects its exit status and report.
+/// Runs the setuid helper `puff-check` and collects its exit status and report; `HelperClient`
+/// (for the module when it is not root, and for `puff-enroll` run by an ordinary user) is
+/// its one user.
 ///
 /// posix_spawn, not fork: the module's host may be multithreaded. The child gets an empty
 /// environment, default signal dispositions and an empty mask, a socket as stdin and as
