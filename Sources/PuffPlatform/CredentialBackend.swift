@@ -77,7 +77,8 @@ extension Authenticator.Subject {
 }
 
 /// The store work in this process (root): an `Authenticator` and the subject it resolved.
-public struct LocalBackend: CredentialBackend {
+/// A class: the two are large, and a reference is what a backend passes around.
+public final class LocalBackend: CredentialBackend {
     /// The authenticator, on this login's `StoreSession`.
     public let authenticator: Authenticator
     /// The user as read before the prompt.
@@ -107,7 +108,7 @@ public struct LocalBackend: CredentialBackend {
 }
 
 /// The store work in the setuid helper, for the caller's own account (its real uid).
-public struct HelperBackend: CredentialBackend {
+public final class HelperBackend: CredentialBackend {
     /// The client of `puff-check`.
     public let client: HelperClient
     public let state: CredentialState
