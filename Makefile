@@ -21,9 +21,14 @@ SWIFT       ?= swift
 SWIFTC      ?= swiftc
 
 # Embedded Swift. Embedded/Glibc stands in for the Glibc overlay Embedded Swift lacks, so the
-# shared sources say `import Glibc` in both builds. Strings need the toolchain's Unicode tables,
-# floating point needs libm. Every function gets its own section and the linker drops the ones
-# nothing reaches (PuffCore and PuffPlatform also serve the CLI).
+# shared sources say `import Glibc` in both builds. Strings need the toolchain's Unicode tables.
+# The one libm function reached (ceil, for Dictionary and Set) is Embedded/Glibc/ceil.c, so
+# neither binary needs libm; --as-needed keeps only the libraries a binary calls (the helper
+# opens libpam itself when it first needs it, and calls nothing of libaudit). No autolinking:
+# the C modules' `link` lines would name their libraries ahead of --as-needed; EMBEDDED_LINK
+# lists every library instead, through -Xlinker (swiftc puts its own -l ahead of all -Xlinker). Every function
+# gets its own section and the linker drops the ones nothing reaches (PuffCore and
+# PuffPlatform also serve the CLI).
 # For size (docs/embedded-swift.md): the Swift modules are compiled to LLVM bitcode and
 # optimised together at the link (-lto=llvm-full, the toolchain's lld), where LLVM's machine
 # outliner shares repeated instruction sequences; lld folds identical functions (--icf=safe:
@@ -32,10 +37,10 @@ EMBEDDED        := .build-embedded
 EMBEDDED_TARGET := x86_64-unknown-linux-gnu
 EMBEDDED_LIBDIR := $(shell d=$$(dirname "$$(readlink -f "$$(command -v $(SWIFTC))")"); echo "$$d/../lib/swift/embedded/$(EMBEDDED_TARGET)")
 EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARGET) -wmo -Osize -lto=llvm-full \
-	-Xfrontend -function-sections -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM \
+	-Xfrontend -function-sections -Xfrontend -disable-all-autolinking -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM \
 	-I Sources/CAudit -I Sources/CPuffBuild/include -I Sources/CModuleStart/include -I Sources/CHelperStart/include \
 	-I Sources/CLDAP/include
-EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -lm -lsodium -lpam -laudit -use-ld=lld -Xlinker --gc-sections \
+EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -Xlinker --as-needed -Xlinker -lsodium -Xlinker -lpam -Xlinker -laudit -use-ld=lld -Xlinker --gc-sections \
 	-Xlinker --icf=safe -Xlinker -mllvm -Xlinker -enable-machine-outliner=always -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro -Xlinker --build-id
 CORE_SOURCES     := $(shell find Sources/PuffCore -name '*.swift' | sort)
@@ -119,6 +124,10 @@ $(EMBEDDED)/CPuffBuild.o: Sources/CPuffBuild/build.c Sources/CPuffBuild/include/
 # its loader, which opens build/puff-ldap.so (installed in $(LIBDIR)/puff) the first time
 # `backend = ldap` needs it; libldap is not in their DT_NEEDED. Hidden visibility but for the
 # puff_ldap_* entry points, and -Bsymbolic: nothing of it binds to the host's symbols.
+$(EMBEDDED)/ceil.o: Embedded/Glibc/ceil.c
+	mkdir -p $(EMBEDDED)
+	cc -O2 -fPIC -fno-builtin -Wall -c $< -o $@
+
 $(EMBEDDED)/CLDAP.o: Sources/CLDAP/puff_ldap_loader.c Sources/CLDAP/include/puff_ldap.h
 	mkdir -p $(EMBEDDED)
 	cc -O2 -fPIC -Wall -I Sources/CLDAP/include -c $< -o $@
@@ -131,9 +140,11 @@ build/puff-ldap.so: Sources/CLDAP/puff_ldap.c Sources/CLDAP/include/puff_ldap.h
 		-Wl,-Bsymbolic -Wl,-z,now -Wl,-z,relro -Wl,--as-needed -lldap -llber
 	chmod 0644 $@
 
-$(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/include/CHelperStart.h
+$(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/system_password.c Sources/CHelperStart/include/CHelperStart.h
 	mkdir -p $(EMBEDDED)
-	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c $< -o $@
+	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/start.c -o $(EMBEDDED)/start.o
+	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/system_password.c -o $(EMBEDDED)/system_password.o
+	ld -r $(EMBEDDED)/start.o $(EMBEDDED)/system_password.o -o $@
 
 $(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h Sources/CLDAP/include/puff_ldap.h $(EMBEDDED)/PuffCore.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPlatform -emit-module -emit-module-path $(EMBEDDED)/PuffPlatform.swiftmodule \
@@ -142,19 +153,20 @@ $(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/C
 # NODELETE, kept from the full-runtime build (whose runtime could not be unloaded): pam_end's
 # dlclose leaves the module mapped, so a host that authenticates again does not load it again.
 build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
-		$(EMBEDDED)/CLDAP.o
+		$(EMBEDDED)/CLDAP.o $(EMBEDDED)/ceil.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPAM -emit-library -o $(EMBEDDED)/pam_puff.so \
 		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o \
+		$(EMBEDDED)/ceil.o \
 		$(EMBEDDED_LINK) \
 		-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map -Xlinker -z -Xlinker nodelete
 	mkdir -p build
 	install -m 0644 $(EMBEDDED)/pam_puff.so $@
 
 build/puff-check: $(HELPER_SOURCES) Sources/CPAM/shim.h $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/HelperStart.o \
-		$(EMBEDDED)/CLDAP.o
+		$(EMBEDDED)/CLDAP.o $(EMBEDDED)/ceil.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name puff_check -o $(EMBEDDED)/puff-check \
 		$(HELPER_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o \
-		$(EMBEDDED)/HelperStart.o \
+		$(EMBEDDED)/HelperStart.o $(EMBEDDED)/ceil.o \
 		$(EMBEDDED_LINK) -Xlinker -pie
 	mkdir -p build
 	install -m 0755 $(EMBEDDED)/puff-check $@
@@ -210,6 +222,8 @@ TEST_TIME_LIMIT ?= 1200
 # The whole suite: pure logic, platform (temp dirs), and integration through real libpam
 # against build/pam_puff.so and the debug puff-enroll/harness binaries, in the private /etc.
 test: module helper
+	mkdir -p build
+	cc -O2 -fno-builtin -Wall -o build/ceil-test Tests/Embedded/ceil-test.c -lm && build/ceil-test
 	$(SWIFT) build --build-tests
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_HELPER=$(CURDIR)/build/puff-check \
 		PUFF_LDAP_LIBRARY=$(CURDIR)/build/puff-ldap.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
@@ -223,6 +237,7 @@ demo: build
 bench: build timing
 	cc -O2 -Wall -o build/puff-loadprobe Tests/Bench/loadprobe.c -Wl,--no-as-needed -lpam -ldl
 	cc -O2 -Wall -o build/puff-spawnprobe Tests/Bench/spawnprobe.c
+	cc -O2 -Wall -shared -fPIC -o build/puff-nosync.so Tests/Bench/nosync.c
 	$(SWIFT) build -c release --product gesture-bench
 	$(HERMETIC) --label bench -- bash scripts/bench.sh
 	.build/release/gesture-bench

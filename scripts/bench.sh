@@ -99,7 +99,8 @@ printf 'auth requisite pam_faillock.so preauth dir=%s\nauth required pam_unix.so
 run_ms() {  # run_ms SERVICE SECRET: wall time of one pamtester process, in microseconds
   local start end
   start=$(now_us)
-  pamtester "$1" "$USER_NAME" authenticate <<<"$2" >"$WORK/pamtester.out" 2>&1 || { echo "pamtester $1 failed:" >&2; cat "$WORK/pamtester.out" >&2; exit 1; }
+  LD_PRELOAD=${PRELOAD:-} pamtester "$1" "$USER_NAME" authenticate <<<"$2" >"$WORK/pamtester.out" 2>&1 \
+    || { echo "pamtester $1 failed:" >&2; cat "$WORK/pamtester.out" >&2; exit 1; }
   end=$(now_us)
   echo $(( end - start ))
 }
@@ -141,6 +142,19 @@ if [ -n "$paired_baseline" ]; then
   printf '  %-52s %8s ms\n' "pam_puff-baseline, same store and cost (paired)" "$(ms_median "${baseline[@]}")"
   printf '  %-52s %8sx (quartiles %s)\n' "  pam_puff-baseline / pam_permit, median of the pairs" \
     "$(printf '%s\n' "${baseline_ratios[@]}" | median | awk '{printf "%.2f", $1}')" "$(printf '%s\n' "${baseline_ratios[@]}" | quartiles)"
+fi
+# For reference only: the same pairs with fsync and fdatasync made no-ops (LD_PRELOAD of
+# build/puff-nosync.so into both), which shows how much of the ratio is the counter's durable
+# writes (a failure is on disk before the secret is checked: README, "Lockout").
+if [ -e "$PWD/build/puff-nosync.so" ]; then
+  nosync_ratios=()
+  for _ in $(seq "$RUNS"); do
+    p=$(PRELOAD=$PWD/build/puff-nosync.so run_ms puff-bench-permit x)
+    q=$(PRELOAD=$PWD/build/puff-nosync.so run_ms puff-bench-min "$PASSCODE")
+    nosync_ratios+=("$(awk -v q="$q" -v p="$p" 'BEGIN {print q / p}')")
+  done
+  printf '  %-52s %8sx (quartiles %s; reference only, not a configuration)\n' "  the same pairs with fsync as a no-op" \
+    "$(printf '%s\n' "${nosync_ratios[@]}" | median | awk '{printf "%.2f", $1}')" "$(printf '%s\n' "${nosync_ratios[@]}" | quartiles)"
 fi
 printf '  %-52s %8s ms\n' "pam_puff, default cost (t=1, 64 MiB)" "$(median_ms puff-bench-default $PASSCODE)"
 printf '  %-52s %8s ms\n' "pam_unix, system yescrypt ($(getent shadow $USER_NAME | cut -d'$' -f2,3 | tr -d '\n'))" \

@@ -60,6 +60,7 @@ public struct Authenticator {
     }
 
     /// Resolves `userName` (raw, as the application gave it) to a subject.
+    @inline(never)
     public func subject(for userName: String) throws(StoreError) -> Subject {
         guard UserName(userName) != nil else { return .notEnrolled(reason: "invalid user name") }
         guard let account = try Account.lookup(userName) else { return .notEnrolled(reason: "no such account") }
@@ -229,6 +230,7 @@ public struct Authenticator {
     }
 
     /// Step 3 of `attempt`: records the success of the attempt numbered `serial`.
+    @inline(never)
     private func settleSuccess(of serial: UInt64, for account: Account, verified record: UserRecord, at started: Int64,
                                passcode: StoredPasscode?, upgradedHash: String?, upgradedGesture: String? = nil,
                                failed: (String) -> Outcome) throws(StoreError) -> Outcome {
@@ -271,6 +273,7 @@ public struct Authenticator {
 
     /// Takes back the attempt numbered `serial` (counted, but its secret was never compared),
     /// unless a success or a reset has cleared it already.
+    @inline(never)
     private func takeBack(_ serial: UInt64, for name: UserName) throws(StoreError) {
         let deny = options.lockout.deny
         try counters.update(name) { tally, save throws(StoreError) in
@@ -287,6 +290,7 @@ public struct Authenticator {
     /// first enrollment) as a counted attempt: refused while locked, counted before the check
     /// (which runs without the lock). A success only takes its own attempt back: it never
     /// clears earlier failures, so no other secret can lift a Puff lockout.
+    @inline(never)
     public func countedAttempt(for account: Account, _ check: () throws(StoreError) -> Bool) throws(StoreError) -> Outcome {
         let isRoot = account.uid == 0
         let started = now()
@@ -318,6 +322,7 @@ public struct Authenticator {
     /// attempts were counted since, only one failure is removed, and a lock is lifted only
     /// when the rest stay below `deny`. `false` when there is nothing left to take back: a
     /// success or an administrator's reset cleared it since, or the counter is damaged.
+    @inline(never)
     public func takeBack(_ failure: CountedFailure) throws(StoreError) -> Bool {
         let fleet = failure.countedInDirectory ? try fleetTakeBack(failure.user) : false  // FleetAuthenticator.swift
         if !failure.countedInDirectory, options.directory.isEnabled { try fleetOfflineTakeBack(failure.user) }  // FleetOffline.swift

@@ -46,6 +46,7 @@ public struct FailureHistory {
     /// Appends `entry` to `name`'s history, dropping the oldest beyond `capacity`. Nothing is
     /// waited for on disk: a crash may lose the entry (or, on some file systems, the file's
     /// lines), never a count.
+    @inline(never)
     public func record(_ entry: Entry, for name: UserName) throws(StoreError) {
         let path = stateDirectory + "/" + Self.directoryName
         let history: StoreSession.Directory

@@ -49,6 +49,21 @@ public struct LockoutStore {
     /// for longer than a read and a write.
     public func update<Result>(_ name: UserName, _ body: (inout Tally, _ save: Writer) throws(StoreError) -> Result)
         throws(StoreError) -> Result {
+        var held = try hold(name)
+        return try body(&held.tally, held.writer)
+    }
+
+    /// The user's counter lock, held until this is dropped, and the counter read under it.
+    struct Held: ~Copyable {
+        /// The open lock file, which holds the `flock`.
+        let lockFile: FileDescriptor
+        var tally: Tally
+        let writer: Writer
+    }
+
+    /// What `update` does before its body: one copy in the binary, not one per caller.
+    @inline(never)
+    private func hold(_ name: UserName) throws(StoreError) -> Held {
         let state = try openState()
         let lockPath = state.path + "/" + Self.lockName(name)
         let lockFile: FileDescriptor
@@ -61,8 +76,8 @@ public struct LockoutStore {
         try TrustedDirectory.checkFile(lockFile, path: lockPath, .rootPrivate(maximumSize: 0))
         try lock(lockFile, exclusive: true, path: lockPath)
         // Read only after the lock is held: another process may have written it meanwhile.
-        var tally = try Self.load(name, from: state.trusted)
-        return try body(&tally, Writer(state: state, name: name))
+        let tally = try Self.load(name, from: state.trusted)
+        return Held(lockFile: lockFile, tally: tally, writer: Writer(state: state, name: name))
     }
 
     /// How the body of `update` writes the user's counter (each write replaces the file).

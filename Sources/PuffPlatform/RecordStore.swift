@@ -52,6 +52,7 @@ public struct RecordStore {
     /// Finishes a staged picture: moved into place when its digest is `expectedSHA256` (the
     /// record's). One that does not match is left alone (its enrollment never committed, or is
     /// still running; the next enrollment replaces it). Nothing staged costs one openat.
+    @inline(never)
     public func settlePicture(for name: UserName, expectedSHA256: String) throws(StoreError) {
         guard let pictures = try session.directory(directory + "/" + Self.picturesDirectory) else { return }
         let pending = Self.pendingPictureName(name)
@@ -128,6 +129,7 @@ public struct RecordStore {
     }
 
     /// The host key, or `nil` when it does not exist yet.
+    @inline(never)
     public func loadHostKey() throws(StoreError) -> SecureBytes? {
         guard let root = try session.directory(directory) else { return nil }
         return try Self.readHostKey(in: root.trusted)

@@ -66,6 +66,7 @@ public struct FileDescriptor: ~Copyable {
 
     /// `read(2)` until end of file, refusing more than `limit` bytes.
     /// Returns `nil` when the file holds more than `limit` bytes.
+    @inline(never)
     public func readAll(limit: Int) throws(Errno) -> [UInt8]? {
         // The buffer grows with what is read (up to limit + 1 bytes, one more than allowed, to
         // see a file that is too long): zeroing 64 KiB for a 200-byte record was a fifth of

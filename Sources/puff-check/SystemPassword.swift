@@ -1,3 +1,4 @@
+import CHelperStart
 import CPAM
 import Glibc
 import PuffPlatform
@@ -45,11 +46,8 @@ enum SystemPassword {
             return PAM_SUCCESS
         }, appdata_ptr: context.toOpaque())
 
-        var handle: OpaquePointer?
-        guard pam_start(service, user, &conversation, &handle) == PAM_SUCCESS, let handle else { return false }
-        var status = pam_authenticate(handle, Int32(PAM_DISALLOW_NULL_AUTHTOK))
-        if status == PAM_SUCCESS { status = pam_acct_mgmt(handle, Int32(PAM_DISALLOW_NULL_AUTHTOK)) }
-        pam_end(handle, status)
+        // libpam is opened here, on first use (CHelperStart/system_password.c).
+        let status = withUnsafePointer(to: &conversation) { puff_helper_check_password(service, user, $0) }
         return status == PAM_SUCCESS
     }
 }

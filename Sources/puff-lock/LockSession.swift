@@ -86,40 +86,23 @@ final class LockSession {
 
     /// The `pam_conv` callback body: messages are kept for the screen (and written to stderr,
     /// where a session log keeps them), prompts are answered on the screen.
-    func converse(count: Int32, messages pamMessages: UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
+    func converse(count: Int32, messages: UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
                   responses: UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?) -> Int32 {
-        guard count > 0, count <= PAM_MAX_NUM_MSG, let pamMessages, let responses else { return PAM_CONV_ERR }
-        guard let replies = calloc(Int(count), MemoryLayout<pam_response>.stride)?
-            .bindMemory(to: pam_response.self, capacity: Int(count)) else { return PAM_BUF_ERR }
-        func fail(_ code: Int32) -> Int32 {
-            for index in 0..<Int(count) {
-                if let text = replies[index].resp {
-                    explicit_bzero(text, strlen(text))
-                    free(text)
-                }
-            }
-            free(replies)
-            return code
-        }
-        for index in 0..<Int(count) {
-            guard let message = pamMessages[index]?.pointee else { return fail(PAM_CONV_ERR) }
-            let text = message.msg.flatMap { String(validatingCString: $0) } ?? ""
-            switch message.msg_style {
+        ConversationReplies.answer(count: count, messages: messages, responses: responses) { style, text in
+            switch style {
             case PAM_TEXT_INFO, PAM_ERROR_MSG:
                 Report.warn(text)
                 messagesThisAttempt += 1
-                messages.append(.init(text: Self.shown(text), isError: message.msg_style == PAM_ERROR_MSG))
+                self.messages.append(.init(text: Self.shown(text), isError: style == PAM_ERROR_MSG))
+                return .shown
             case PAM_PROMPT_ECHO_OFF, PAM_PROMPT_ECHO_ON:
                 answeredPrompt = true
-                guard let secret = answer(text, echo: message.msg_style == PAM_PROMPT_ECHO_ON) else { return fail(PAM_CONV_ERR) }
-                guard let copy = secret.mallocCopy() else { return fail(PAM_BUF_ERR) }
-                replies[index].resp = copy
+                guard let secret = answer(text, echo: style == PAM_PROMPT_ECHO_ON) else { return .fail(PAM_CONV_ERR) }
+                return .secret(secret)
             default:
-                return fail(PAM_CONV_ERR)
+                return .fail(PAM_CONV_ERR)
             }
         }
-        responses.pointee = replies
-        return PAM_SUCCESS
     }
 
     /// A module message as shown: without Puff's `Puff: ` prefix, starting with a capital.

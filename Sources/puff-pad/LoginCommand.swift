@@ -125,42 +125,25 @@ final class LoginConversation {
     /// The `pam_conv` callback body.
     func converse(count: Int32, messages: UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
                   responses: UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?) -> Int32 {
-        guard stopped == nil, count > 0, count <= PAM_MAX_NUM_MSG, let messages, let responses else { return PAM_CONV_ERR }
-        guard let replies = calloc(Int(count), MemoryLayout<pam_response>.stride)?
-            .bindMemory(to: pam_response.self, capacity: Int(count)) else { return PAM_BUF_ERR }
-        func fail(_ code: Int32) -> Int32 {
-            for index in 0..<Int(count) {
-                if let text = replies[index].resp {
-                    explicit_bzero(text, strlen(text))
-                    free(text)
-                }
-            }
-            free(replies)
-            return code
-        }
-        for index in 0..<Int(count) {
-            guard let message = messages[index]?.pointee else { return fail(PAM_CONV_ERR) }
-            let text = message.msg.flatMap { String(validatingCString: $0) } ?? ""
-            switch message.msg_style {
+        guard stopped == nil else { return PAM_CONV_ERR }
+        let code = ConversationReplies.answer(count: count, messages: messages, responses: responses) { style, text in
+            switch style {
             case PAM_TEXT_INFO, PAM_ERROR_MSG:
                 transcript.append(text)
                 pending.append(text)
+                return .shown
             case PAM_PROMPT_ECHO_OFF, PAM_PROMPT_ECHO_ON:
-                guard let secret = answer(text, echo: message.msg_style == PAM_PROMPT_ECHO_ON) else {
-                    return fail(PAM_CONV_ERR)
-                }
-                guard let copy = secret.mallocCopy() else { return fail(PAM_BUF_ERR) }
-                replies[index].resp = copy
+                guard let secret = answer(text, echo: style == PAM_PROMPT_ECHO_ON) else { return .fail(PAM_CONV_ERR) }
+                return .secret(secret)
             default:
-                return fail(PAM_CONV_ERR)
+                return .fail(PAM_CONV_ERR)
             }
         }
-        responses.pointee = replies
-        if !pending.isEmpty, stopped == nil, let session {
+        if code == PAM_SUCCESS, !pending.isEmpty, stopped == nil, let session {
             // Messages after the last prompt (wrong, locked): shown until the next prompt.
             showStatus(session)
         }
-        return PAM_SUCCESS
+        return code
     }
 
     /// Gets the answer to one prompt; nil when cancelled.

@@ -5,4 +5,10 @@
 /// Swift runtime included); -1 when its start-up code was not linked in.
 int puff_helper_dropped_environment(void);
 
+/// pam_start, pam_authenticate and pam_acct_mgmt (both with PAM_DISALLOW_NULL_AUTHTOK), then
+/// pam_end, for `user` through `service` with `conversation` (a `struct pam_conv *`), with
+/// libpam opened on first use (system_password.c). The PAM status; PAM_SYSTEM_ERR when libpam
+/// cannot be loaded.
+int puff_helper_check_password(const char *service, const char *user, const void *conversation);
+
 #endif

@@ -43,6 +43,7 @@ extension Authenticator {
     }
 
     /// `subject(for:)` in fleet mode.
+    @inline(never)
     func fleetSubject(_ account: Account) throws(StoreError) -> Subject {
         let found: (entry: DirectoryEntry, record: UserRecord)?
         do {
@@ -76,6 +77,7 @@ extension Authenticator {
     /// number in the run) and in the local counter, holding the local lock only for a read and
     /// a write; (2) verify without any lock; (3) on success, clear in the directory the failures
     /// counted up to this attempt (later ones stay) and settle the local counter.
+    @inline(never)
     func fleetAttempt(_ passcode: borrowing SecureBytes, _ account: Account, asProofForChange: Bool,
                       counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
         let key = try fleetKey()
@@ -267,6 +269,7 @@ extension Authenticator {
     /// The `authsucc` take-back in fleet mode: one failure removed from the fleet counter
     /// (never below 0), with a compare-and-swap so a failure another host counted meanwhile is
     /// not lost; `false` when there was nothing to take back.
+    @inline(never)
     func fleetTakeBack(_ name: UserName) throws(StoreError) -> Bool {
         let connection = try DirectoryConnection(options.directory)
         for _ in 0..<4 {
@@ -340,6 +343,7 @@ extension Authenticator {
     }
 
     /// The entry of `name` with a Puff record, or an error saying there is none.
+    @inline(never)
     private func fleetEntry(_ connection: borrowing DirectoryConnection, _ name: UserName) throws(StoreError) -> DirectoryEntry {
         guard let entry = try connection.readUser(name), entry.isPuffUser else {
             throw .directory("\(name) has no Puff record in the directory")

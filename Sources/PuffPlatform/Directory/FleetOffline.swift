@@ -31,6 +31,7 @@ extension Authenticator {
     /// Rewrites the cache after the directory answered with `record` and `counter` (inside
     /// the user's counter lock, which serializes every writer of the cache file); `pushed`
     /// offline failures were just added to the directory and leave the cache.
+    @inline(never)
     func refreshFleetCache(_ account: Account, record: UserRecord, counter: FleetCounter, pushed: UInt32 = 0) throws(StoreError) {
         let previous = try fleetCache.read(account)
         let pending = previous?.offlineFailures ?? 0
@@ -48,6 +49,7 @@ extension Authenticator {
     static let cacheRewriteInterval: Int64 = 60
 
     /// `subject(for:)` offline.
+    @inline(never)
     func fleetOfflineSubject(_ account: Account, unreachable why: String) throws(StoreError) -> Subject {
         let time = now()
         let entry = try usableCacheEntry(account, unreachable: why, at: time)
@@ -152,6 +154,7 @@ extension Authenticator {
 
     /// The `authsucc` take-back of a failure counted offline: one offline failure fewer to
     /// push to the directory (the local counter is taken back by the caller).
+    @inline(never)
     func fleetOfflineTakeBack(_ name: UserName) throws(StoreError) {
         guard fleetCacheEnabled, let account = try Account.lookup(name.value) else { return }
         try counters.update(name) { _, _ throws(StoreError) in
