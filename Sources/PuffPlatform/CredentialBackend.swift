@@ -2,13 +2,15 @@ import Glibc
 import PuffCore
 
 /// Where a login's store work runs: `LocalBackend` in this process, as root, or
-/// `HelperBackend` through the setuid helper `puff-check` for a caller without root. The
-/// module and the helper's tests use it generically (Embedded Swift has no existentials: a
-/// `some CredentialBackend` parameter or a concrete type, never `any`).
+/// `HelperBackend` through the setuid helper `puff-check` for a caller without root. Used
+/// through generic parameters or concrete types, never `any` (Embedded Swift has no
+/// existentials); the module holds either backend in one enum that conforms by forwarding
+/// (PuffPAM/Backend.swift), so its `authenticate` is compiled once.
 public protocol CredentialBackend {
     /// What the store says before the prompt, read when the backend was made.
     var state: CredentialState { get }
-    /// The uid the attempts are for, for audit records; `nil` when not enrolled.
+    /// The uid the attempts are for, for audit records; `nil` when no enrolled account was
+    /// resolved.
     var auditUID: UInt32? { get }
     /// One attempt with `secret`. `counted` is set when this process counted a failure it can
     /// take back (`Authenticator.takeBack(_:)`, the module's `authsucc` line); the helper keeps
@@ -119,8 +121,9 @@ public final class HelperBackend: CredentialBackend {
         self.state = try client.query()
     }
 
-    /// The caller's own uid: the helper serves no other account.
-    public var auditUID: UInt32? { state.isEnrolled ? getuid() : nil }
+    /// The caller's own uid: the helper serves no other account (and may find it enrolled
+    /// by the time of the attempt).
+    public var auditUID: UInt32? { getuid() }
 
     public func attempt(_ secret: borrowing SecureBytes,
                         counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
