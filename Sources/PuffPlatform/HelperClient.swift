@@ -43,7 +43,29 @@ public struct HelperClient: Sendable {
         guard operation.isChange else {
             throw .unsafe(path: path, reason: "\(operation.rawValue) is not a change request")
         }
-        let (status, output) = try HelperProcess(path: path).run(operation.rawValue, input: frames, framed: true)
+        // Each frame is preceded by its length line; the lines are one buffer, cut into slices.
+        var lines: [UInt8] = []
+        var ends: [Int] = []
+        for frame in frames {
+            lines += Array("\(frame.count)\n".utf8)
+            ends.append(lines.count)
+        }
+        // Array's closure methods rethrow untyped errors, so the typed run is caught inside.
+        let ran = lines.withUnsafeBytes { buffer -> Result<(status: Int32, output: [UInt8]?), StoreError> in
+            var input: [UnsafeRawBufferPointer] = []
+            var start = 0
+            for (frame, end) in zip(frames, ends) {
+                input.append(UnsafeRawBufferPointer(rebasing: buffer[start..<end]))
+                input.append(frame)
+                start = end
+            }
+            do throws(StoreError) {
+                return .success(try HelperProcess(path: path).run(operation.rawValue, input: input))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let (status, output) = try ran.get()
         if status == HelperExit.rules { return .rulesBroken }
         let report = try HelperReport.attemptReport(status: status, output: output, helper: path)
         return report.outcome == .success ? .done : .refused(report.outcome)
