@@ -99,15 +99,14 @@ extension ModuleContext {
         // locker or pad (the helper path), su or sudo to themselves.
         let discreet = !unprivileged && !callerIsUser(rawName)
         let backend: Backend
-        let preflight: Backend.Preflight
         do {
-            (backend, preflight) = try Backend.prepare(options, userName: rawName ?? "", unprivileged: unprivileged,
-                                                       session: session)
+            backend = try Backend.prepare(options, userName: rawName ?? "", unprivileged: unprivileged, session: session)
         } catch {
             log(LOG_ERR, "user \(userForLog): \(error); failing closed")
             return .failure(error)
         }
 
+        let preflight = backend.state
         let acceptance = preflight.acceptance
         let damaged = preflight.counterDamaged ? " (the counter file does not parse; puff-enroll reset rewrites it)" : ""
         if let reason = preflight.notEnrolledReason {
@@ -257,7 +256,7 @@ extension ModuleContext {
     }
 
     /// An audit record for `backend`'s account, with this transaction's remote host and tty.
-    private func audit(_ event: Audit.Event, _ backend: Backend) {
+    private func audit(_ event: Audit.Event, _ backend: some CredentialBackend) {
         guard let uid = backend.auditUID else { return }
         let rhost = logField(PAM_RHOST), tty = logField(PAM_TTY)
         Audit.record(event, uid: uid, rhost: rhost.isEmpty ? nil : rhost, tty: tty.isEmpty ? nil : tty)

@@ -1,8 +1,9 @@
 import Glibc
 import PuffCore
 
-/// Runs the setuid helper `puff-check` (for the module when it is not root, and for
-/// `puff-enroll` run by an ordinary user) and collects its exit status and report.
+/// Runs the setuid helper `puff-check` and collects its exit status and report; `HelperClient`
+/// (for the module when it is not root, and for `puff-enroll` run by an ordinary user) is
+/// its one user.
 ///
 /// posix_spawn, not fork: the module's host may be multithreaded. The child gets an empty
 /// environment, default signal dispositions and an empty mask, a socket as stdin and as
@@ -20,11 +21,11 @@ public struct HelperProcess: Sendable {
     /// Longest standard output read back (a report).
     public static let maximumOutput = HelperReport.maximumSize
 
-    /// Runs `puff-check operation`, sends `input` on its stdin (each buffer preceded by its
-    /// length line when `framed`, as enrollment requests are), closes it, and returns the exit
-    /// status and the standard output (`nil` when longer than a report can be). A helper
-    /// killed by a signal, or one this process cannot wait for, throws.
-    public func run(_ operation: String, input: [UnsafeRawBufferPointer], framed: Bool = false)
+    /// Runs `puff-check operation`, sends the buffers of `input` one after the other on its
+    /// stdin, closes it, and returns the exit status and the standard output (`nil` when
+    /// longer than a report can be). A helper killed by a signal, or one this process cannot
+    /// wait for, throws.
+    public func run(_ operation: String, input: [UnsafeRawBufferPointer])
         throws(StoreError) -> (status: Int32, output: [UInt8]?) {
         var toChild: [Int32] = [-1, -1]
         var fromChild: [Int32] = [-1, -1]
@@ -45,21 +46,7 @@ public struct HelperProcess: Sendable {
 
         var sendError: StoreError?
         do throws(StoreError) {
-            for buffer in input {
-                if framed {
-                    let header = Array("\(buffer.count)\n".utf8)
-                    let failed = header.withUnsafeBytes { bytes -> StoreError? in
-                        do throws(StoreError) {
-                            try send(bytes, to: toChild[0])
-                            return nil
-                        } catch {
-                            return error
-                        }
-                    }
-                    if let failed { throw failed }
-                }
-                try send(buffer, to: toChild[0])
-            }
+            for buffer in input { try send(buffer, to: toChild[0]) }
         } catch {
             sendError = error
         }

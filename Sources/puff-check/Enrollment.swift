@@ -55,7 +55,7 @@ enum Enrollment {
         }
         guard case .enrolled = subject else {
             HelperLog.write(LOG_NOTICE, "user \(account.name): removal refused, nothing enrolled")
-            return Helper.write(Helper.state(of: subject)) ? HelperExit.rules : HelperExit.failure
+            return Helper.write(HelperReport(subject.state)) ? HelperExit.rules : HelperExit.failure
         }
         let proved = try prove(proof, authenticator, subject, account)
         guard proved.outcome == .success else {
@@ -81,45 +81,34 @@ enum Enrollment {
     /// The verified proof, as a report (`success`, `failure`, `locked`, `passcode-required`).
     private static func prove(_ proof: borrowing SecureBytes, _ authenticator: Authenticator,
                               _ subject: Authenticator.Subject, _ account: Account) throws(StoreError) -> HelperReport {
-        var report = Helper.state(of: subject)
-        let record = try RecordStore(directory: authenticator.options.recordDirectory).load(account)
-        let outcome: Authenticator.Outcome
+        let state = subject.state
+        let record = try RecordStore(directory: authenticator.options.recordDirectory, session: authenticator.session)
+            .load(account)
         if let passcode = record?.passcode {
-            if proof.hasPrefix(GestureWire.prefix) {
-                report.outcome = .passcodeRequired
-                report.acceptance = .passcodeOnly(passcode.type, because: nil)
-                return report
-            }
-            outcome = try authenticator.attempt(proof, for: subject, asProofForChange: true)
-        } else {
-            // A gesture-only user under an administrator's lock: only `puff-enroll reset` lifts
-            // it, never a passcode enrolled with the system password.
-            if case .refused(.administrator?) = subject.acceptance {
-                report.outcome = .locked
-                report.lock = .lockedUntilReset
-                return report
-            }
-            outcome = try authenticator.countedAttempt(for: account) { () throws(StoreError) -> Bool in
-                SystemPassword.verify(user: account.name.value, proof: proof)
-            }
+            if proof.hasPrefix(GestureWire.prefix) { return .passcodeRequiredForChange(state, type: passcode.type) }
+            let outcome = try authenticator.attempt(proof, for: subject, asProofForChange: true)
+            return HelperReport(unverifiedIsFailure(outcome, state), before: state)
         }
+        // A gesture-only user under an administrator's lock: only `puff-enroll reset` lifts
+        // it, never a passcode enrolled with the system password.
+        if case .refused(.administrator?) = subject.acceptance {
+            return HelperReport(.locked(.lockedUntilReset), before: state)
+        }
+        let outcome = try authenticator.countedAttempt(for: account) { () throws(StoreError) -> Bool in
+            SystemPassword.verify(user: account.name.value, proof: proof)
+        }
+        // The system password takes back only its own attempt: earlier failures stand.
+        return HelperReport(unverifiedIsFailure(outcome, state), before: state, clearsFailures: false)
+    }
+
+    /// A proof that was not verified (passcode required, the record removed meanwhile) is a
+    /// refused proof, with the state as it was.
+    private static func unverifiedIsFailure(_ outcome: Authenticator.Outcome,
+                                            _ state: CredentialState) -> Authenticator.Outcome {
         switch outcome {
-        case .success:
-            report.outcome = .success
-            report.lock = .open
-            // A passcode success clears the run; a system password takes back only its own attempt.
-            if record?.passcode != nil { report.failures = 0 }
-        case .failure(let failures, let lock, _):
-            report.outcome = .failure
-            report.failures = failures
-            report.lock = lock
-        case .locked(let lock):
-            report.outcome = .locked
-            report.lock = lock
-        case .passcodeRequired, .notEnrolled:
-            report.outcome = .failure
+        case .passcodeRequired, .notEnrolled: .failure(failures: state.failures, lock: state.lock)
+        case .success, .failure, .locked: outcome
         }
-        return report
     }
 
     enum Change {

@@ -3,25 +3,6 @@ import Glibc
 import PuffCore
 import PuffPlatform
 
-/// The helper's exit statuses.
-enum HelperExit {
-    static let success: Int32 = 0
-    static let refused: Int32 = 1
-    static let usage: Int32 = 2
-    static let failure: Int32 = 3
-    /// An enrollment whose new credential breaks the rules (the CLI checks them first).
-    static let rules: Int32 = 4
-}
-
-/// What the caller asks for (`argv[1]`).
-enum HelperOperation: String {
-    case query
-    case verify
-    case enrollPasscode = "enroll-passcode"
-    case enrollGesture = "enroll-gesture"
-    case remove
-}
-
 /// syslog under the helper's own name.
 enum HelperLog {
     static func write(_ priority: Int32, _ message: String) {
@@ -50,7 +31,7 @@ enum Helper {
             let subject = try authenticator.subject(for: account.name.value)
             switch operation {
             case .query:
-                return write(state(of: subject)) ? HelperExit.success : HelperExit.failure
+                return write(HelperReport(subject.state)) ? HelperExit.success : HelperExit.failure
             case .verify:
                 return try verify(authenticator, subject, account)
             case .enrollPasscode, .enrollGesture:
@@ -64,17 +45,6 @@ enum Helper {
         }
     }
 
-    /// The state before the prompt.
-    static func state(of subject: Authenticator.Subject) -> HelperReport {
-        switch subject {
-        case .notEnrolled:
-            HelperReport(outcome: .notEnrolled, lock: .open, acceptance: subject.acceptance, failures: 0)
-        case .enrolled(let enrolled):
-            HelperReport(outcome: .state, lock: enrolled.lock, acceptance: enrolled.acceptance,
-                         failures: enrolled.tally.failures)
-        }
-    }
-
     private static func verify(_ authenticator: Authenticator, _ subject: Authenticator.Subject,
                                _ account: Account) throws(StoreError) -> Int32 {
         guard let secret = try readSecret() else {
@@ -82,7 +52,7 @@ enum Helper {
             return HelperExit.usage
         }
         let kind = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
-        let before = state(of: subject)
+        let before = subject.state
         var counted: Authenticator.CountedFailure?
         let outcome = try authenticator.attempt(secret, for: subject, counted: &counted)
         // The system password typed at Puff's prompt (a screen locker whose stack falls back
@@ -93,34 +63,25 @@ enum Helper {
            SystemPassword.verify(user: account.name.value, proof: secret), try authenticator.takeBack(counted) {
             HelperLog.write(LOG_INFO, "user \(account.name): the system password was typed at Puff's prompt; "
                             + "Puff's failure taken back")
-            var result = state(of: try authenticator.subject(for: account.name.value))
-            result.outcome = .failure
-            return write(result) ? HelperExit.refused : HelperExit.failure
+            // Still a refusal, with the counter as the take-back left it.
+            let after = try authenticator.subject(for: account.name.value).state
+            let report = HelperReport(.failure(failures: after.failures, lock: after.lock), before: after)
+            return write(report) ? HelperExit.refused : HelperExit.failure
         }
-        var result = before
         switch outcome {
         case .success:
             HelperLog.write(LOG_INFO, "user \(account.name): \(kind) accepted")
-            result.outcome = .success
-            result.lock = .open
-            result.failures = 0
-        case .failure(let failures, let lock, let detail):
+        case .failure(let failures, _, let detail):
             HelperLog.write(LOG_NOTICE, "user \(account.name): authentication failure (\(failures) in a row)"
                             + (detail.isEmpty ? "" : "; " + detail))
-            result.outcome = .failure
-            result.failures = failures
-            result.lock = lock
-        case .locked(let lock):
-            result.outcome = .locked
-            result.lock = lock
         case .passcodeRequired:
             HelperLog.write(LOG_NOTICE, "user \(account.name): gesture refused unread, passcode required")
-            result.outcome = .passcodeRequired
-        case .notEnrolled:
-            result.outcome = .notEnrolled
+        case .locked, .notEnrolled:
+            break
         }
-        guard write(result) else { return HelperExit.failure }
-        return result.outcome == .success ? HelperExit.success : HelperExit.refused
+        let report = HelperReport(outcome, before: before)
+        guard write(report) else { return HelperExit.failure }
+        return report.exitStatus
     }
 
     /// Writes the report to standard output.

@@ -5,11 +5,17 @@
 // `HelperReport` that holds no secret. Every path, every policy value and the store come
 // from /etc/puff/puff.conf and the defaults; nothing comes from the caller but the secret.
 //
-//   puff-check query     the state before the prompt: lock, accepted factors, keypad
-//   puff-check verify    one attempt; the secret is standard input (at most 64 KiB)
+//   puff-check query            the state before the prompt: lock, accepted factors, keypad
+//   puff-check verify           one attempt; the secret is standard input (at most 64 KiB)
+//   puff-check enroll-passcode  a proof, then a new passcode (framed request, Enrollment.swift)
+//   puff-check enroll-gesture   a proof, then a new gesture and its picture (framed request)
+//   puff-check remove           a proof, then the caller's enrollment is removed (framed request)
 //
-// Exit: 0 verified (verify) or state reported (query); 1 refused, with a report;
-// 2 usage; 3 failed closed (store, configuration, setup), no report.
+// Exit (HelperExit in PuffCore): 0 verified, stored or state reported; 1 refused, with a
+// report; 2 usage; 3 failed closed (store, configuration, setup), no report; 4 a change
+// refused before its proof (the new credential breaks the rules, or nothing to remove).
+// The report is HelperReport's encoding of the Authenticator's state or outcome
+// (PuffPlatform/HelperReportMapping.swift); HelperClient is its one reader.
 
 // The full-runtime build's entry point (SwiftPM). `make helper` builds the helper in Embedded
 // Swift without this file: its entry point is the C `main` in Entry.swift.

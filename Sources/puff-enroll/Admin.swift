@@ -125,22 +125,22 @@ struct Status: ParsableCommand {
     /// An ordinary user's own state, as the helper reports it.
     private func runForSelf() throws {
         let account = try Command.account(nil)
-        let report = try SelfService(helper: store.helper).query()
-        let enrolled = report.outcome == .state
+        let state = try SelfService(helper: store.helper).query()
+        let enrolled = state.isEnrolled
         let lock: String
-        switch report.lock {
+        switch state.lock {
         case .open: lock = "-"
         case .locked(let seconds): lock = "locked for \(seconds)s"
         case .lockedUntilReset: lock = "locked until reset"
         }
-        let accepts = enrolled ? acceptsText(report.acceptance) : "-"
+        let accepts = enrolled ? acceptsText(state.acceptance) : "-"
         if json {
             Terminal.say("[{\"user\": \"\(account.name)\", \"uid\": \(account.uid), \"enrolled\": \(enrolled), "
-                         + "\"failures\": \(report.failures), \"locked\": \(report.lock != .open), \"accepts\": \"\(accepts)\"}]")
+                         + "\"failures\": \(state.failures), \"locked\": \(state.lock != .open), \"accepts\": \"\(accepts)\"}]")
         } else if !enrolled {
             Terminal.say("\(account.name) has nothing enrolled.")
         } else {
-            Terminal.say("\(account.name): failures \(report.failures), lock \(lock); the next login accepts \(accepts).")
+            Terminal.say("\(account.name): failures \(state.failures), lock \(lock); the next login accepts \(accepts).")
         }
         if !enrolled { throw Failure(ExitCodes.unknown, "\(account.name) has nothing enrolled") }
     }
@@ -328,10 +328,10 @@ struct Remove: ParsableCommand {
     private func runForSelf() throws {
         let account = try Command.account(nil)
         let service = SelfService(helper: store.helper)
-        let report = try service.query()
-        guard report.outcome == .state else { throw Failure(ExitCodes.unknown, "\(account.name) has nothing enrolled") }
-        let proof = try service.readProof(report, account: account, fromStdin: stdin)
-        try proof.withBytes { bytes in try service.enroll("remove", frames: [bytes]) }
+        let state = try service.query()
+        guard state.isEnrolled else { throw Failure(ExitCodes.unknown, "\(account.name) has nothing enrolled") }
+        let proof = try service.readProof(state, account: account, fromStdin: stdin)
+        try proof.withBytes { bytes in try service.change(.remove, frames: [bytes]) }
         Terminal.say("Enrollment of \(account.name) removed.")
     }
 }

@@ -65,8 +65,8 @@ struct GestureCommand: ParsableCommand {
     private func runForSelf() throws {
         let account = try Command.account(nil)
         let service = SelfService(helper: store.helper)
-        let report = try service.query()
-        let proof = try service.readProof(report, account: account, fromStdin: stdin)
+        let state = try service.query()
+        let proof = try service.readProof(state, account: account, fromStdin: stdin)
         let image = try Picture.load(picture)
         let settings = try PuffOptions().gestureRecognizerSettings()
         // Checked here for a clear message; the helper checks again with the store's settings.
@@ -78,7 +78,7 @@ struct GestureCommand: ParsableCommand {
             try defineWire.withUnsafeBytes { defineBytes in
                 try confirmWire.withUnsafeBytes { confirmBytes in
                     try image.bytes.withUnsafeBytes { pictureBytes in
-                        try service.enroll("enroll-gesture", frames: [proofBytes, defineBytes, confirmBytes, pictureBytes])
+                        try service.change(.enrollGesture, frames: [proofBytes, defineBytes, confirmBytes, pictureBytes])
                     }
                 }
             }

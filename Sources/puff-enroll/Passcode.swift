@@ -70,11 +70,11 @@ struct Passcode: ParsableCommand {
     private func runForSelf() throws {
         let account = try Command.account(nil)
         let service = SelfService(helper: store.helper)
-        let report = try service.query()
-        let proof = try service.readProof(report, account: account, fromStdin: stdin)
+        let state = try service.query()
+        let proof = try service.readProof(state, account: account, fromStdin: stdin)
         var current: PasscodeType?
-        switch report.acceptance {
-        case .passcodeOrGesture(let type), .passcodeOnly(let type, _): current = SelfService.hasPasscode(report) ? type : nil
+        switch state.acceptance {
+        case .passcodeOrGesture(let type), .passcodeOnly(let type, _): current = state.hasPasscode ? type : nil
         case .gestureOnly, .refused: current = nil
         }
         guard !allowWeak else { throw Failure(ExitCodes.notRoot, "--allow-weak is for administrators") }
@@ -84,7 +84,7 @@ struct Passcode: ParsableCommand {
         try proof.withBytes { proofBytes in
             try newPasscode.withBytes { newBytes in
                 try typeName.withUnsafeBytes { typeBytes in
-                    try service.enroll("enroll-passcode", frames: [proofBytes, typeBytes, newBytes])
+                    try service.change(.enrollPasscode, frames: [proofBytes, typeBytes, newBytes])
                 }
             }
         }

@@ -11,8 +11,11 @@ import PuffPlatform
 /// argument parser, no Foundation, no image decoder and no terminal code, and its only
 /// input is a framed request on stdin; a setuid `puff-enroll` would run all of that as root.
 struct SelfService {
-    /// The helper executable.
-    let helper: String
+    /// The helper's one client (shared with the module).
+    let client: HelperClient
+
+    /// The service through the helper executable at `helper`.
+    init(helper: String) { client = HelperClient(path: helper) }
 
     /// Refuses store overrides: an ordinary user cannot choose which store the helper uses.
     static func requireDefaultStore(_ store: StoreOptions) throws {
@@ -21,61 +24,45 @@ struct SelfService {
         }
     }
 
-    /// The caller's state: what is enrolled, the lock, what the next login accepts.
-    func query() throws -> HelperReport {
-        let (status, output) = try run("query", frames: [])
-        guard status == 0, let report = try? HelperReport.decode(output) else {
-            throw Failure(ExitCodes.storeFailure, "the helper \(helper) failed (status \(status)); see the system log")
-        }
-        return report
-    }
-
-    /// Whether the caller has a Puff passcode (then it is the proof; otherwise the system password is).
-    static func hasPasscode(_ report: HelperReport) -> Bool {
-        guard report.outcome == .state else { return false }
-        switch report.acceptance {
-        case .passcodeOrGesture, .passcodeOnly: return true
-        case .gestureOnly, .refused: return false
+    /// The caller's state: whether anything is enrolled, the lock, what the next login accepts.
+    func query() throws -> CredentialState {
+        do {
+            return try client.query()
+        } catch {
+            throw Failure(ExitCodes.storeFailure, "\(error)")
         }
     }
 
-    /// Asks for the proof that suits the caller's enrollment.
-    func readProof(_ report: HelperReport, account: Account, fromStdin: Bool) throws -> SecureBytes {
-        let prompt = Self.hasPasscode(report) ? "Current Puff passcode: " : "System password for \(account.name): "
+    /// Asks for the proof that suits the caller's enrollment: the Puff passcode when one is
+    /// enrolled, otherwise the system password.
+    func readProof(_ state: CredentialState, account: Account, fromStdin: Bool) throws -> SecureBytes {
+        let prompt = state.hasPasscode ? "Current Puff passcode: " : "System password for \(account.name): "
         guard case .secret(let proof) = try Terminal.readSecret(prompt: prompt, fromStdin: fromStdin) else {
             throw Failure(ExitCodes.refused, "cancelled")
         }
         return proof
     }
 
-    /// Sends an enrollment request; returns normally only when the helper stored it.
+    /// Sends an enrollment or removal request; returns normally only when the helper did it.
     /// `frames` point into the callers' wiped buffers for the secrets.
-    func enroll(_ operation: String, frames: [UnsafeRawBufferPointer]) throws {
-        let (status, output) = try run(operation, frames: frames)
-        let report = try? HelperReport.decode(output)
-        switch status {
-        case 0 where report?.outcome == .success:
-            return
-        case 1:
-            switch report?.outcome {
-            case .locked: throw Failure(ExitCodes.refused, "locked after too many failed attempts; try again later")
-            case .passcodeRequired: throw Failure(ExitCodes.refused, "the current Puff passcode is required")
-            default: throw Failure(ExitCodes.refused, "the proof of identity is wrong; nothing was changed")
-            }
-        case 4:
-            throw Failure(ExitCodes.refused, "the helper refused the new credential; nothing was changed")
-        default:
-            throw Failure(ExitCodes.storeFailure, "the helper \(helper) failed (status \(status)); see the system log")
-        }
-    }
-
-    /// Runs the helper with `operation` and the framed request; its status and stdout.
-    private func run(_ operation: String, frames: [UnsafeRawBufferPointer]) throws -> (Int32, [UInt8]) {
+    func change(_ operation: HelperOperation, frames: [UnsafeRawBufferPointer]) throws {
+        let result: HelperClient.ChangeResult
         do {
-            let (status, output) = try HelperProcess(path: helper).run(operation, input: frames, framed: true)
-            return (status, output ?? [])
+            result = try client.change(operation, frames: frames)
         } catch {
-            throw Failure(ExitCodes.storeFailure, "cannot run the helper \(helper): \(error)")
+            throw Failure(ExitCodes.storeFailure, "\(error)")
+        }
+        switch result {
+        case .done:
+            return
+        case .refused(.locked):
+            throw Failure(ExitCodes.refused, "locked after too many failed attempts; try again later")
+        case .refused(.passcodeRequired):
+            throw Failure(ExitCodes.refused, "the current Puff passcode is required")
+        case .refused:
+            throw Failure(ExitCodes.refused, "the proof of identity is wrong; nothing was changed")
+        case .rulesBroken:
+            throw Failure(ExitCodes.refused, "the helper refused the new credential; nothing was changed")
         }
     }
 }

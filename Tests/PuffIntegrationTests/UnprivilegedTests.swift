@@ -290,6 +290,30 @@ struct UnprivilegedTests {
         #expect(status.output.contains("the next login accepts passcode or gesture"), "\(status.output)")
     }
 
+    /// The self-service client reads the helper's refusals through the shared mapping: a
+    /// proof refused while locked says so, changes nothing, and the state reads back locked.
+    @Test func aSelfServiceProofWhileLockedIsRefusedAsLocked() throws {
+        let stage = try Stage()  // deny = 3
+        let dave = try userWithPassword(stage)
+        #expect(try stage.fixture.enroll(dave, "604917").status == 0)
+        let record = stage.fixture.etc + "/users/" + dave
+        let before = try String(contentsOfFile: record, encoding: .utf8)
+        for (index, wrong) in ["111111", "222222", "333333"].enumerated() {
+            let refused = try selfEnroll(stage, dave, ["passcode"], input: "\(wrong)\n135790\n")
+            #expect(refused.status == 3, "\(refused.errors)")
+            #expect(refused.errors.contains("the proof of identity is wrong"), "\(refused.errors)")
+            #expect(try stage.fixture.failures(dave) == index + 1)
+        }
+        let locked = try selfEnroll(stage, dave, ["passcode"], input: "604917\n135790\n")
+        #expect(locked.status == 3)
+        #expect(locked.errors.contains("locked after too many failed attempts"), "\(locked.errors)")
+        #expect(try String(contentsOfFile: record, encoding: .utf8) == before)
+        #expect(try stage.fixture.failures(dave) == 3)
+        let status = try stage.runAs(dave, [stage.enroll, "status", "--json", "--helper", stage.helper])
+        #expect(status.status == 0, "\(status.errors)")
+        #expect(status.output.contains("\"failures\": 3, \"locked\": true"), "\(status.output)")
+    }
+
     /// A screen locker whose stack falls back to the password (common-auth with the `puff`
     /// profile): the system password typed at Puff's prompt is checked by the helper itself
     /// and its failure taken back, however often, even at the lockout's edge; a wrong one

@@ -238,6 +238,44 @@ struct AuthenticatorTests {
         #expect(try attempt(authenticator, "604917") == .notEnrolled)
     }
 
+    /// One attempt through any backend, as the module makes it.
+    private func attempt(through backend: some CredentialBackend, _ passcode: String)
+        throws -> (Authenticator.Outcome, Authenticator.CountedFailure?) {
+        var counted: Authenticator.CountedFailure?
+        let outcome = try backend.attempt(try secret(passcode), counted: &counted)
+        return (outcome, counted)
+    }
+
+    @Test("the local backend is the Authenticator behind the seam, and its answers read back the same through a helper's report")
+    func localBackend() throws {
+        let scratch = try ScratchDirectory()
+        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        let account = try root()
+        let unenrolled = try LocalBackend(authenticator, userName: "root")
+        #expect(unenrolled.state == .notEnrolled("no Puff record") && unenrolled.auditUID == nil)
+        #expect(try attempt(through: unenrolled, "604917").0 == .notEnrolled)
+
+        try authenticator.storePasscode(try secret("604917"), type: .digits6, for: account)
+        let backend = try LocalBackend(authenticator, userName: "root")
+        let state = backend.state
+        #expect(state == CredentialState(notEnrolledReason: nil, lock: .open,
+                                         acceptance: .passcodeOnly(.digits6, because: nil), failures: 0))
+        #expect(backend.auditUID == 0)
+        // What puff-check would send for this state reads back as the same state.
+        #expect(try HelperReport.state(status: HelperExit.success, output: HelperReport(state).encoded(),
+                                       helper: "puff-check") == state)
+        let (wrong, counted) = try attempt(through: backend, "111111")
+        #expect(wrong == .failure(failures: 1, lock: .open))
+        #expect(counted?.after.failures == 1)
+        let report = HelperReport(wrong, before: state)
+        #expect(report.exitStatus == HelperExit.refused)
+        #expect(try HelperReport.outcome(status: report.exitStatus, output: report.encoded(), helper: "puff-check")
+                == .failure(failures: 1, lock: .open, detail: HelperReport.failureDetail))
+        let (right, none) = try attempt(through: try LocalBackend(authenticator, userName: "root"), "604917")
+        #expect(right == .success(rehashed: false) && none == nil)
+        #expect(try LocalBackend(authenticator, userName: "root").state.failures == 0)
+    }
+
     @Test("subjects that are not enrolled, and their attempts")
     func notEnrolled() throws {
         let scratch = try ScratchDirectory()

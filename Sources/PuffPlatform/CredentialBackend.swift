@@ -1,0 +1,136 @@
+import Glibc
+import PuffCore
+
+/// Where a login's store work runs: `LocalBackend` in this process, as root, or
+/// `HelperBackend` through the setuid helper `puff-check` for a caller without root. Used
+/// through generic parameters or concrete types, never `any` (Embedded Swift has no
+/// existentials); the module holds either backend in one enum that conforms by forwarding
+/// (PuffPAM/Backend.swift), so its `authenticate` is compiled once.
+public protocol CredentialBackend {
+    /// What the store says before the prompt, read when the backend was made.
+    var state: CredentialState { get }
+    /// The uid the attempts are for, for audit records; `nil` when no enrolled account was
+    /// resolved.
+    var auditUID: UInt32? { get }
+    /// One attempt with `secret`. `counted` is set when this process counted a failure it can
+    /// take back (`Authenticator.takeBack(_:)`, the module's `authsucc` line); the helper keeps
+    /// its counting to itself.
+    func attempt(_ secret: borrowing SecureBytes,
+                 counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome
+    /// The work of a wrong passcode's verification, for an attempt refused unread whose time
+    /// must not tell (a discreet service); errors change nothing.
+    func runDummyVerification(_ secret: borrowing SecureBytes)
+}
+
+/// The state before the prompt: whether the user is enrolled, the lock, what the prompt
+/// offers. `Authenticator.Subject.state` makes it; `HelperReport` carries it.
+public struct CredentialState: Equatable, Sendable {
+    /// Why the user counts as not enrolled, or `nil` when enrolled.
+    public var notEnrolledReason: String?
+    /// The lock state.
+    public var lock: LockStatus
+    /// What the prompt offers.
+    public var acceptance: Acceptance
+    /// Failures in a row.
+    public var failures: UInt32
+    /// The counter file does not parse (it reads as locked until reset). Not in a helper's
+    /// report: the helper logs it itself.
+    public var counterDamaged: Bool
+
+    /// Creates a state.
+    public init(notEnrolledReason: String?, lock: LockStatus, acceptance: Acceptance, failures: UInt32,
+                counterDamaged: Bool = false) {
+        self.notEnrolledReason = notEnrolledReason
+        self.lock = lock
+        self.acceptance = acceptance
+        self.failures = failures
+        self.counterDamaged = counterDamaged
+    }
+
+    /// A user without a record (or account): open, the common prompt, no failures.
+    public static func notEnrolled(_ reason: String) -> CredentialState {
+        CredentialState(notEnrolledReason: reason, lock: .open, acceptance: .unenrolled, failures: 0)
+    }
+
+    /// Whether the user has a Puff record.
+    public var isEnrolled: Bool { notEnrolledReason == nil }
+
+    /// Whether a Puff passcode is enrolled (then it is the proof for a change).
+    public var hasPasscode: Bool {
+        guard isEnrolled else { return false }
+        switch acceptance {
+        case .passcodeOrGesture, .passcodeOnly: return true
+        case .gestureOnly, .refused: return false
+        }
+    }
+}
+
+extension Authenticator.Subject {
+    /// What the store says before the prompt.
+    public var state: CredentialState {
+        switch self {
+        case .notEnrolled(let reason):
+            .notEnrolled(reason)
+        case .enrolled(let enrolled):
+            CredentialState(notEnrolledReason: nil, lock: enrolled.lock, acceptance: enrolled.acceptance,
+                            failures: enrolled.tally.failures, counterDamaged: enrolled.tally.isDamaged)
+        }
+    }
+}
+
+/// The store work in this process (root): an `Authenticator` and the subject it resolved.
+/// A class: the two are large, and a reference is what a backend passes around.
+public final class LocalBackend: CredentialBackend {
+    /// The authenticator, on this login's `StoreSession`.
+    public let authenticator: Authenticator
+    /// The user as read before the prompt.
+    public let subject: Authenticator.Subject
+
+    /// Resolves `userName` (raw, as the application gave it).
+    public init(_ authenticator: Authenticator, userName: String) throws(StoreError) {
+        self.authenticator = authenticator
+        self.subject = try authenticator.subject(for: userName)
+    }
+
+    public var state: CredentialState { subject.state }
+
+    public var auditUID: UInt32? {
+        guard case .enrolled(let enrolled) = subject else { return nil }
+        return enrolled.account.uid
+    }
+
+    public func attempt(_ secret: borrowing SecureBytes,
+                        counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
+        try authenticator.attempt(secret, for: subject, counted: &counted)
+    }
+
+    public func runDummyVerification(_ secret: borrowing SecureBytes) {
+        try? authenticator.runDummyVerification(secret)
+    }
+}
+
+/// The store work in the setuid helper, for the caller's own account (its real uid).
+public final class HelperBackend: CredentialBackend {
+    /// The client of `puff-check`.
+    public let client: HelperClient
+    public let state: CredentialState
+
+    /// Asks the helper for the state before the prompt.
+    public init(_ client: HelperClient) throws(StoreError) {
+        self.client = client
+        self.state = try client.query()
+    }
+
+    /// The caller's own uid: the helper serves no other account (and may find it enrolled
+    /// by the time of the attempt).
+    public var auditUID: UInt32? { getuid() }
+
+    public func attempt(_ secret: borrowing SecureBytes,
+                        counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
+        counted = nil
+        return try client.verify(secret)
+    }
+
+    /// Nothing: the helper serves only its caller, which is never a discreet service.
+    public func runDummyVerification(_ secret: borrowing SecureBytes) {}
+}
