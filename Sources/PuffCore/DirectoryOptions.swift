@@ -70,6 +70,12 @@ public struct DirectorySettings: Equatable, Sendable {
         return .external
     }
 
+    /// The keys of `apply`.
+    enum Key: String {
+        case backend, ldap_uri, ldap_base, ldap_bind_dn, ldap_bind_pw_file, ldap_ca_file, ldap_network_timeout
+        case ldap_timeout, fleet_key, fleet_host, ldap_library, ldap_cache_ttl
+    }
+
     /// Applies one fleet key; `false` when `key` is not one of them. A bad value throws.
     public mutating func apply(_ key: String, _ value: Substring?) throws(OptionError) -> Bool {
         func text(_ limit: Int = 1024) throws(OptionError) -> String {
@@ -92,13 +98,14 @@ public struct DirectorySettings: Equatable, Sendable {
             }
             return parsed
         }
-        switch key {
-        case "backend":
+        guard let known = Key(rawValue: key) else { return false }
+        switch known {
+        case .backend:
             guard let chosen = Backend(rawValue: try text(16)) else {
                 throw OptionError(key: key, reason: "must be 'files' or 'ldap'")
             }
             backend = chosen
-        case "ldap_uri":
+        case .ldap_uri:
             let list = try text().split(separator: ",").map(String.init)
             guard (1...8).contains(list.count) else { throw OptionError(key: key, reason: "must list 1 to 8 URIs") }
             let schemes = Set(list.map { uri in uri.prefix { $0 != ":" } })
@@ -109,21 +116,20 @@ public struct DirectorySettings: Equatable, Sendable {
                 throw OptionError(key: key, reason: "ldap:// (StartTLS) cannot be mixed with ldapi:// or ldaps:// URIs")
             }
             uris = list
-        case "ldap_base": base = try text()
-        case "ldap_bind_dn": bindDN = try text()
-        case "ldap_bind_pw_file": bindPasswordFile = try path()
-        case "ldap_ca_file": caFile = try path()
-        case "ldap_network_timeout": networkTimeout = try seconds()
-        case "ldap_timeout": operationTimeout = try seconds()
-        case "fleet_key": fleetKeyPath = try path()
-        case "fleet_host": hostName = try text(255)
-        case "ldap_library": libraryPath = try path()
-        case "ldap_cache_ttl":
+        case .ldap_base: base = try text()
+        case .ldap_bind_dn: bindDN = try text()
+        case .ldap_bind_pw_file: bindPasswordFile = try path()
+        case .ldap_ca_file: caFile = try path()
+        case .ldap_network_timeout: networkTimeout = try seconds()
+        case .ldap_timeout: operationTimeout = try seconds()
+        case .fleet_key: fleetKeyPath = try path()
+        case .fleet_host: hostName = try text(255)
+        case .ldap_library: libraryPath = try path()
+        case .ldap_cache_ttl:
             guard let parsed = OptionParser.duration(try text(16)), (0...Self.maximumCacheTTL).contains(parsed) else {
                 throw OptionError(key: key, reason: "must be 0 (no cache) or a duration of at most 90 days, like 3d")
             }
             cacheTTL = parsed
-        default: return false
         }
         return true
     }

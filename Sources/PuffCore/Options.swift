@@ -101,6 +101,14 @@ public enum OptionParser {
         case configFile
     }
 
+    /// The keys of `apply` (fleet mode's are DirectorySettings's).
+    enum Key: String {
+        case dir, state_dir, conf, helper, nullok, debug, silent, nodelay, try_first_pass, use_first_pass, authsucc
+        case even_deny_root, root_exempt, max_failures, min_passcode, deny, fail_interval, unlock_time, delays
+        case gesture_tries, passcode_interval, gesture_after_reboot, lock_wait, gesture_raster, gesture_tolerance
+        case gesture_hit_ratio, gesture_overflow, kdf_ops, kdf_mem_kib
+    }
+
     /// Applies one token. Unknown keys are returned as warnings (the caller logs them);
     /// a known key with a bad value throws, and the caller fails closed.
     public static func apply(_ token: String, to options: inout PuffOptions,
@@ -153,36 +161,42 @@ public enum OptionParser {
             return seconds
         }
 
-        switch name {
-        case "dir": options.recordDirectory = try path()
-        case "state_dir": options.stateDirectory = try path()
-        case "conf":
+        guard let known = Key(rawValue: name) else {
+            // Fleet mode's keys (DirectoryOptions.swift).
+            if try options.directory.apply(name, value) { return nil }
+            return "unknown option '\(LogText.escape(name))' ignored"
+        }
+        // The key is matched once, by the enum's own table, and the switch is over its cases.
+        switch known {
+        case .dir: options.recordDirectory = try path()
+        case .state_dir: options.stateDirectory = try path()
+        case .conf:
             guard source == .argument else { return "'conf' is ignored inside the configuration file" }
             options.configFile = try path()
-        case "helper": options.helperPath = try path()
-        case "nullok": options.nullOK = try flag()
-        case "debug": options.debug = try flag()
-        case "silent": options.silent = try flag()
-        case "nodelay": options.noDelay = try flag()
-        case "try_first_pass": options.tryFirstPass = try flag()
-        case "use_first_pass": options.useFirstPass = try flag()
-        case "authsucc":
+        case .helper: options.helperPath = try path()
+        case .nullok: options.nullOK = try flag()
+        case .debug: options.debug = try flag()
+        case .silent: options.silent = try flag()
+        case .nodelay: options.noDelay = try flag()
+        case .try_first_pass: options.tryFirstPass = try flag()
+        case .use_first_pass: options.useFirstPass = try flag()
+        case .authsucc:
             // Only a service line can know it sits after the password; in the file it would
             // turn every Puff line into one.
             guard source == .argument else { return "'authsucc' is ignored inside the configuration file" }
             options.authSucc = try flag()
-        case "even_deny_root": options.lockout.evenDenyRoot = try flag()
-        case "root_exempt": options.lockout.evenDenyRoot = !(try flag())
-        case "max_failures": options.lockout.maxFailures = UInt32(try integer(0...1_000_000))
-        case "min_passcode":
+        case .even_deny_root: options.lockout.evenDenyRoot = try flag()
+        case .root_exempt: options.lockout.evenDenyRoot = !(try flag())
+        case .max_failures: options.lockout.maxFailures = UInt32(try integer(0...1_000_000))
+        case .min_passcode:
             guard let type = PasscodeType(rawValue: String(try text())) else {
                 throw OptionError(key: name, reason: "must be digits4, digits6, numeric or alphanumeric")
             }
             options.minimumPasscode = type
-        case "deny": options.lockout.deny = UInt32(try integer(0...1_000_000))
-        case "fail_interval": options.lockout.failInterval = try duration()
-        case "unlock_time": options.lockout.delays = [try duration()]
-        case "delays":
+        case .deny: options.lockout.deny = UInt32(try integer(0...1_000_000))
+        case .fail_interval: options.lockout.failInterval = try duration()
+        case .unlock_time: options.lockout.delays = [try duration()]
+        case .delays:
             let items = try text().split(separator: ",", omittingEmptySubsequences: false)
             var delays: [Int64] = []
             for item in items {
@@ -195,22 +209,18 @@ public enum OptionParser {
                 throw OptionError(key: name, reason: "must list 1 to 32 durations")
             }
             options.lockout.delays = delays
-        case "gesture_tries": options.quickFactor.gestureTries = UInt32(try integer(0...1_000_000))
-        case "passcode_interval": options.quickFactor.passcodeInterval = try duration()
-        case "gesture_after_reboot": options.quickFactor.passcodeAfterReboot = !(try flag())
-        case "lock_wait": options.lockWaitSeconds = try integer(1...600)
-        case "gesture_raster": options.gestureRasterPercent = try percent(0.5...25, "0.5...25.0")
-        case "gesture_tolerance": options.gestureTolerancePercent = try percent(0.5...100, "0.5...100.0")
-        case "gesture_hit_ratio": options.gestureHitRatioPercent = try percent(1...100, "1.0...100.0")
-        case "gesture_overflow": options.gestureOverflowPercent = try percent(100...1000, "100.0...1000.0")
-        case "kdf_ops":
+        case .gesture_tries: options.quickFactor.gestureTries = UInt32(try integer(0...1_000_000))
+        case .passcode_interval: options.quickFactor.passcodeInterval = try duration()
+        case .gesture_after_reboot: options.quickFactor.passcodeAfterReboot = !(try flag())
+        case .lock_wait: options.lockWaitSeconds = try integer(1...600)
+        case .gesture_raster: options.gestureRasterPercent = try percent(0.5...25, "0.5...25.0")
+        case .gesture_tolerance: options.gestureTolerancePercent = try percent(0.5...100, "0.5...100.0")
+        case .gesture_hit_ratio: options.gestureHitRatioPercent = try percent(1...100, "1.0...100.0")
+        case .gesture_overflow: options.gestureOverflowPercent = try percent(100...1000, "100.0...1000.0")
+        case .kdf_ops:
             options.kdf.iterations = UInt32(try integer(Int64(Argon2Parameters.iterationRange.lowerBound)...Int64(Argon2Parameters.iterationRange.upperBound)))
-        case "kdf_mem_kib":
+        case .kdf_mem_kib:
             options.kdf.memoryKiB = UInt32(try integer(Int64(Argon2Parameters.memoryKiBRange.lowerBound)...Int64(Argon2Parameters.memoryKiBRange.upperBound)))
-        default:
-            // Fleet mode's keys (DirectoryOptions.swift).
-            if try options.directory.apply(name, value) { return nil }
-            return "unknown option '\(LogText.escape(name))' ignored"
         }
         return nil
     }
