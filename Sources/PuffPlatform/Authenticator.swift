@@ -60,10 +60,15 @@ public struct Authenticator {
     }
 
     /// Resolves `userName` (raw, as the application gave it) to a subject.
-    @inline(never)
     public func subject(for userName: String) throws(StoreError) -> Subject {
         guard UserName(userName) != nil else { return .notEnrolled(reason: "invalid user name") }
         guard let account = try Account.lookup(userName) else { return .notEnrolled(reason: "no such account") }
+        return try subject(of: account)
+    }
+
+    /// The subject of an account already looked up (the helper has its caller's, by uid).
+    @inline(never)
+    public func subject(of account: Account) throws(StoreError) -> Subject {
         if options.directory.isEnabled { return try fleetSubject(account) }  // FleetAuthenticator.swift
         guard let record = try records.load(account), record.hasAnyFactor else {
             return .notEnrolled(reason: "no Puff record")

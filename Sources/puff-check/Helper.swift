@@ -28,7 +28,7 @@ enum Helper {
                 return HelperExit.failure
             }
             let authenticator = Authenticator(options: options, session: session)
-            let subject = try authenticator.subject(for: account.name.value)
+            let subject = try authenticator.subject(of: account)
             switch operation {
             case .query:
                 return write(HelperReport(subject.state)) ? HelperExit.success : HelperExit.failure
@@ -64,7 +64,7 @@ enum Helper {
             HelperLog.write(LOG_INFO, "user \(account.name): the system password was typed at Puff's prompt; "
                             + "Puff's failure taken back")
             // Still a refusal, with the counter as the take-back left it.
-            let after = try authenticator.subject(for: account.name.value).state
+            let after = try authenticator.subject(of: account).state
             let report = HelperReport(.failure(failures: after.failures, lock: after.lock), before: after)
             return write(report) ? HelperExit.refused : HelperExit.failure
         }
