@@ -138,11 +138,6 @@ printf '  %-52s %8s ms\n' "pam_permit (paired)" "$(ms_median "${permit[@]}")"
 printf '  %-52s %8s ms\n' "pam_puff, argon2id at minimum cost (t=1, 8 KiB) (paired)" "$(ms_median "${puff[@]}")"
 printf '  %-52s %8sx (goal <= 1.3; quartiles %s)\n' "  pam_puff / pam_permit, median of the pairs" \
   "$(printf '%s\n' "${ratios[@]}" | median | awk '{printf "%.2f", $1}')" "$(printf '%s\n' "${ratios[@]}" | quartiles)"
-if [ -n "$paired_baseline" ]; then
-  printf '  %-52s %8s ms\n' "pam_puff-baseline, same store and cost (paired)" "$(ms_median "${baseline[@]}")"
-  printf '  %-52s %8sx (quartiles %s)\n' "  pam_puff-baseline / pam_permit, median of the pairs" \
-    "$(printf '%s\n' "${baseline_ratios[@]}" | median | awk '{printf "%.2f", $1}')" "$(printf '%s\n' "${baseline_ratios[@]}" | quartiles)"
-fi
 # For reference only: the same pairs with fsync and fdatasync made no-ops (LD_PRELOAD of
 # build/puff-nosync.so into both), which shows how much of the ratio is the counter's durable
 # writes (a failure is on disk before the secret is checked: README, "Lockout").
@@ -155,6 +150,11 @@ if [ -e "$PWD/build/puff-nosync.so" ]; then
   done
   printf '  %-52s %8sx (quartiles %s; reference only, not a configuration)\n' "  the same pairs with fsync as a no-op" \
     "$(printf '%s\n' "${nosync_ratios[@]}" | median | awk '{printf "%.2f", $1}')" "$(printf '%s\n' "${nosync_ratios[@]}" | quartiles)"
+fi
+if [ -n "$paired_baseline" ]; then
+  printf '  %-52s %8s ms\n' "pam_puff-baseline, same store and cost (paired)" "$(ms_median "${baseline[@]}")"
+  printf '  %-52s %8sx (quartiles %s)\n' "  pam_puff-baseline / pam_permit, median of the pairs" \
+    "$(printf '%s\n' "${baseline_ratios[@]}" | median | awk '{printf "%.2f", $1}')" "$(printf '%s\n' "${baseline_ratios[@]}" | quartiles)"
 fi
 printf '  %-52s %8s ms\n' "pam_puff, default cost (t=1, 64 MiB)" "$(median_ms puff-bench-default $PASSCODE)"
 printf '  %-52s %8s ms\n' "pam_unix, system yescrypt ($(getent shadow $USER_NAME | cut -d'$' -f2,3 | tr -d '\n'))" \
