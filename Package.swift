@@ -74,10 +74,12 @@ let package = Package(
             "PuffCore", "PuffPlatform", "CPAM", "CStb", "CLockX",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // Seeded randomness and trigonometry for the gesture simulations and tests (not for secrets).
+        .target(name: "PuffSimulation"),
         // `make bench`: gesture verification time against input size.
-        .executableTarget(name: "gesture-bench", dependencies: ["PuffCore"]),
+        .executableTarget(name: "gesture-bench", dependencies: ["PuffCore", "PuffSimulation"]),
         // `make gesture-eval`: the simulated workloads of issue 13 through the matcher, and an ROC curve.
-        .executableTarget(name: "gesture-eval", dependencies: ["PuffCore"]),
+        .executableTarget(name: "gesture-eval", dependencies: ["PuffCore", "PuffSimulation"]),
         // A small PAM application in C, used by the integration tests and the benchmark:
         // pam_start_confdir with a scripted conversation, like a real login program.
         .executableTarget(name: "puff-pam-harness", path: "Tests/Harness",
@@ -103,7 +105,7 @@ let package = Package(
                           path: "Sources/Fuzz/Tally"),
         .executableTarget(name: "fuzz-authenticate", dependencies: ["FuzzSupport", "PuffCore", "PuffPlatform"],
                           path: "Sources/Fuzz/Authenticate"),
-        .testTarget(name: "PuffCoreTests", dependencies: ["PuffCore"]),
+        .testTarget(name: "PuffCoreTests", dependencies: ["PuffCore", "PuffSimulation"]),
         .testTarget(name: "PuffPlatformTests", dependencies: ["PuffCore", "PuffPlatform"]),
         .testTarget(name: "PuffIntegrationTests", dependencies: ["PuffCore", "PuffPlatform"]),
     ]

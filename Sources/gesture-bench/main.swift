@@ -2,43 +2,13 @@
 // that the cost is linear in the number of input points. Build with `swift build -c release`
 // and run `.build/release/gesture-bench`.
 import PuffCore
-
-/// SplitMix64, for deterministic jitter.
-struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func uniform(_ low: Double, _ high: Double) -> Double {
-        low + (high - low) * Double(next() >> 11) / Double(UInt64(1) << 53)
-    }
-}
-
-/// Sine by Taylor series, to stay free of Foundation like the library.
-func sine(_ angle: Double) -> Double {
-    let twoPi = 2 * Double.pi
-    // Plain loops: Double.rounded would need libm.
-    var x = angle
-    while x > Double.pi { x -= twoPi }
-    while x < -Double.pi { x += twoPi }
-    var term = x
-    var sum = x
-    for n in 1...20 {
-        term *= -x * x / Double((2 * n) * (2 * n + 1))
-        sum += term
-    }
-    return sum
-}
+import PuffSimulation
 
 /// `count` points along a circle of radius 180 centred at (300, 350), clockwise, closed.
 func circle(_ count: Int) -> [GesturePoint] {
     (0..<count).map { index in
         let angle = 2 * Double.pi * Double(index) / Double(count - 1)
-        return GesturePoint(x: 300 + 180 * sine(angle + Double.pi / 2), y: 350 + 180 * sine(angle))
+        return GesturePoint(x: 300 + 180 * Trig.sin(angle + Double.pi / 2), y: 350 + 180 * Trig.sin(angle))
     }
 }
 
@@ -86,7 +56,7 @@ func format(_ milliseconds: Double) -> String {
     return "\(thousandths / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
 }
 
-var random = SplitMix64(state: 1)
+var random = SplitMix64(seed: 1)
 let enrollment = gesture(circlePoints: 120, cornerPoints: 90, jitter: &random)
 let confirmation = gesture(circlePoints: 140, cornerPoints: 100, jitter: &random)
 let templates: [(String, GestureTemplate)]

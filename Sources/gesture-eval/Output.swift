@@ -1,6 +1,7 @@
 // The ROC curve as SVG, and the wire files for the libpam replay.
 import Glibc
 import PuffCore
+import PuffSimulation
 
 /// Writes `text` to `path`, creating or truncating it.
 func writeFile(_ path: String, _ text: String) {
@@ -63,7 +64,7 @@ func wire(_ gesture: Gesture) -> String {
 /// the verdict of this process's matcher on the template built from the same drawings,
 /// after the same wire round trip). Half the attempts are genuine σ 1 %, half shoulder-surfers.
 func writeWire(to directory: String, attempts: Int) {
-    var random = Random(state: seed &+ 777)
+    var random = Random(seed: seed &+ 777)
     var summary = 0
     for (index, ideal) in gestures.enumerated() {
         guard let enrolled = enroll(ideal, redraw: sigma1, settings: .standard, random: &random) else { continue }

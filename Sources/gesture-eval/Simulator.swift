@@ -3,29 +3,12 @@
 // Everything comes from one seeded generator, so a run is reproducible.
 import Glibc
 import PuffCore
+import PuffSimulation
 
-/// SplitMix64: small, fast and good enough for a simulation.
-struct Random {
-    var state: UInt64
+/// The simulation's generator (PuffSimulation), with a normal distribution added.
+typealias Random = SplitMix64
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// Uniform in [low, high).
-    mutating func uniform(_ low: Double, _ high: Double) -> Double {
-        low + (high - low) * Double(next() >> 11) / Double(UInt64(1) << 53)
-    }
-
-    /// Uniform integer in 0..<count.
-    mutating func below(_ count: Int) -> Int {
-        Int(next() % UInt64(count))
-    }
-
+extension SplitMix64 {
     /// Normal with mean 0 and standard deviation `sigma` (Box–Muller).
     mutating func gaussian(_ sigma: Double) -> Double {
         let u = max(uniform(0, 1), 1e-300)
@@ -306,7 +289,7 @@ func exactDrawing(_ gesture: IdealGesture) -> Gesture {
     Redraw(sigma: 0).draw(gesture, random: &exactRandom)
 }
 
-nonisolated(unsafe) var exactRandom = Random(state: 1)
+nonisolated(unsafe) var exactRandom = Random(seed: 1)
 
 /// Attackers who do not know the gesture's places.
 enum Attacks {

@@ -10,6 +10,7 @@
 // to replay through libpam.
 import Glibc
 import PuffCore
+import PuffSimulation
 
 var attemptsPerRow = 500
 var svgPath = "build/gesture-roc.svg"
@@ -31,7 +32,7 @@ while let argument = arguments.next() {
 }
 
 nonisolated(unsafe) var currentLabel = ""
-var setupRandom = Random(state: seed)
+var setupRandom = Random(seed: seed)
 let (gestures, refusedGestures) = workloadGestures(random: &setupRandom)
 let enrollmentsPerGesture = 5
 
@@ -89,7 +90,7 @@ let explored: GestureRecognizerSettings = {
 func run(enrollAs: Redraw, settings: GestureRecognizerSettings = explored,
          baselineParameters: GestureParameters = .standard, attempts: Int, rowSeed: UInt64,
          attack: (IdealGesture, inout Random) -> Gesture) -> Tally {
-    var random = Random(state: seed &* 1_000_003 &+ rowSeed)
+    var random = Random(seed: seed &* 1_000_003 &+ rowSeed)
     var tally = Tally()
     let perEnrollment = max(1, attempts / (gestures.count * enrollmentsPerGesture))
     for ideal in gestures {

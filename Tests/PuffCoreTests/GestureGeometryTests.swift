@@ -1,5 +1,6 @@
 import Testing
 @testable import PuffCore
+import PuffSimulation
 
 @Suite("Gesture geometry")
 struct GestureGeometryTests {
@@ -276,28 +277,6 @@ struct GestureGeometryTests {
 
 // MARK: - Fixtures shared by the gesture tests
 
-/// SplitMix64 (Steele, Lea, Flood 2014): a tiny deterministic generator for test jitter.
-struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A uniform value in [low, high).
-    mutating func uniform(_ low: Double, _ high: Double) -> Double {
-        low + (high - low) * Double(next() >> 11) / Double(UInt64(1) << 53)
-    }
-}
-
 /// Gesture builders for the tests.
 enum Draw {
     static func tap(_ x: Double, _ y: Double) -> GesturePart {
@@ -365,25 +344,3 @@ enum Draw {
     }
 }
 
-/// Sine and cosine without Foundation, accurate to ~1e-15 for the test shapes.
-enum Trig {
-    static func sin(_ angle: Double) -> Double {
-        // Reduce to [-π, π], then sum the Taylor series.
-        let twoPi = 2 * Double.pi
-        // Plain loops: Double.rounded would need libm.
-        var x = angle
-        while x > Double.pi { x -= twoPi }
-        while x < -Double.pi { x += twoPi }
-        var term = x
-        var sum = x
-        for n in 1...20 {
-            term *= -x * x / Double((2 * n) * (2 * n + 1))
-            sum += term
-        }
-        return sum
-    }
-
-    static func cos(_ angle: Double) -> Double {
-        sin(angle + Double.pi / 2)
-    }
-}

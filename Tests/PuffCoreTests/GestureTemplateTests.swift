@@ -1,5 +1,6 @@
 import Testing
 import PuffCore
+import PuffSimulation
 
 @Suite("Gesture template encoding")
 struct GestureTemplateTests {
