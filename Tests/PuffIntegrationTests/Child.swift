@@ -219,3 +219,60 @@ func run(_ program: String, _ arguments: [String], input: String? = nil, environ
     }
     return Run(status: Child.exitStatus(status), output: text, errors: errorText)
 }
+
+/// A long-lived child a test watches through the file its stderr goes to (puff-lock, puff-enroll
+/// on a display): the text so far, a bounded wait for a line, and its exit status. It is killed
+/// (its process group when `group`) and reaped if it still runs when released.
+class WatchedChild {
+    let pid: pid_t
+    let log: String
+    private let group: Bool
+    private var status: Int32?
+
+    init(pid: pid_t, log: String, group: Bool) {
+        self.pid = pid
+        self.log = log
+        self.group = group
+    }
+
+    deinit {
+        if exitStatus(timeout: 0) == nil {
+            kill(group ? -pid : pid, SIGKILL)
+            _ = try? Child.wait(pid)
+        }
+    }
+
+    var isRunning: Bool { exitStatus(timeout: 0) == nil }
+
+    var text: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+
+    /// Waits until the log holds `needle` `count` times; false on timeout or when the child
+    /// ended without writing it.
+    @discardableResult
+    func waitFor(_ needle: String, count: Int = 1, timeout: Double = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if text.components(separatedBy: needle).count - 1 >= count { return true }
+            if !isRunning { return text.components(separatedBy: needle).count - 1 >= count }
+            usleep(50_000)
+        }
+        return false
+    }
+
+    /// The exit status (or 128 + the signal), waiting at most `timeout` seconds; nil while
+    /// still running.
+    func exitStatus(timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while status == nil {
+            var raw: Int32 = 0
+            if waitpid(pid, &raw, WNOHANG) == pid {
+                status = Child.exitStatus(raw)
+            } else if Date() >= deadline {
+                return nil
+            } else {
+                usleep(50_000)
+            }
+        }
+        return status
+    }
+}

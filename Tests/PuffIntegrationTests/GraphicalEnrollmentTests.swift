@@ -8,57 +8,22 @@ import Testing
 @Suite(.serialized)
 struct GraphicalEnrollmentTests {
     /// A running `puff-enroll gesture` and what it wrote.
-    final class Enrollment {
-        let pid: pid_t
-        let log: String
+    final class Enrollment: WatchedChild {
         let output: String
-        private var status: Int32?
 
         init(fixture: Fixture, user: String, server: LockScreenTests.XServer) throws {
-            log = fixture.root + "/enroll.log"
+            let log = fixture.root + "/enroll.log"
             output = fixture.root + "/enroll.out"
             var environment = ProcessInfo.processInfo.environment
             environment["DISPLAY"] = server.display
-            pid = try Child([Artefacts.enroll, "gesture", "--user", user, "--picture", GestureLoginTests.picture, "--print-layout"]
-                            + fixture.storeArguments,
-                            stdin: .null, stdout: .append(output), stderr: .append(log), environment: environment, newGroup: true).start()
+            let pid = try Child([Artefacts.enroll, "gesture", "--user", user, "--picture", GestureLoginTests.picture, "--print-layout"]
+                                + fixture.storeArguments,
+                                stdin: .null, stdout: .append(output), stderr: .append(log), environment: environment,
+                                newGroup: true).start()
+            super.init(pid: pid, log: log, group: true)
         }
 
-        deinit {
-            if exitStatus(timeout: 0) == nil {
-                kill(-pid, SIGKILL)
-                _ = try? Child.wait(pid)
-            }
-        }
-
-        var text: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
         var said: String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
-
-        /// Waits until stderr holds `needle` `count` times; false on timeout or exit.
-        func waitFor(_ needle: String, count: Int, timeout: Double = 30) -> Bool {
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline {
-                if text.components(separatedBy: needle).count - 1 >= count { return true }
-                if exitStatus(timeout: 0) != nil { return text.components(separatedBy: needle).count - 1 >= count }
-                usleep(50_000)
-            }
-            return false
-        }
-
-        func exitStatus(timeout: Double) -> Int32? {
-            let deadline = Date().addingTimeInterval(timeout)
-            while status == nil {
-                var raw: Int32 = 0
-                if waitpid(pid, &raw, WNOHANG) == pid {
-                    status = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
-                } else if Date() >= deadline {
-                    return nil
-                } else {
-                    usleep(50_000)
-                }
-            }
-            return status
-        }
 
         /// The pid of puff-enroll's running child (the puff-lock window), if any.
         func child() -> pid_t? {

@@ -68,64 +68,20 @@ struct LockScreenTests {
     }
 
     /// A running `puff-lock` and what it wrote on stderr.
-    final class Locker {
-        let pid: pid_t
-        let log: String
-        private var status: Int32?
-
+    final class Locker: WatchedChild {
         /// `systemPassword`: the namespace also shows the stage's copy of /etc/shadow (for
         /// pam_unix after Puff in the service).
         init(stage: UnprivilegedTests.Stage, user: String, server: XServer, extra: [String] = [],
              systemPassword: Bool = false) throws {
-            log = stage.fixture.root + "/lock-\(UUID().uuidString).log"
+            let log = stage.fixture.root + "/lock-\(UUID().uuidString).log"
             FileManager.default.createFile(atPath: log, contents: nil)
             let command = [stage.bin + "/puff-lock", "--pam-confdir", stage.fixture.pamDirectory, "--print-layout"] + extra
             let quoted = command.map { "'" + $0 + "'" }.joined(separator: " ")
             let shadow = systemPassword ? "mount --bind \(stage.shadow) /etc/shadow && " : ""
             let script = "mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff && " + shadow
                 + "exec setpriv --reuid=\(user) --regid=\(user) --init-groups /usr/bin/env DISPLAY=\(server.display) \(quoted) 2>>'\(log)'"
-            pid = try TmuxPane.spawn("/usr/bin/unshare", ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script])
-        }
-
-        deinit {
-            if exitStatus(timeout: 0) == nil {
-                kill(pid, SIGKILL)
-                _ = try? TmuxPane.wait(pid)
-            }
-        }
-
-        var isRunning: Bool { exitStatus(timeout: 0) == nil }
-
-        var text: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
-
-        /// Waits until stderr holds `needle` `count` times; false on timeout.
-        @discardableResult
-        func waitFor(_ needle: String, count: Int = 1, timeout: Double = 20) -> Bool {
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline {
-                if text.components(separatedBy: needle).count - 1 >= count { return true }
-                if !isRunning { return text.components(separatedBy: needle).count - 1 >= count }
-                usleep(50_000)
-            }
-            return false
-        }
-
-        /// The exit status, waiting at most `timeout` seconds; nil while still running.
-        func exitStatus(timeout: Double) -> Int32? {
-            let deadline = Date().addingTimeInterval(timeout)
-            while status == nil {
-                var raw: Int32 = 0
-                let reaped = waitpid(pid, &raw, WNOHANG)
-                if reaped == pid {
-                    // Exit code, or 128 + the signal that ended it.
-                    status = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
-                } else if Date() >= deadline {
-                    return nil
-                } else {
-                    usleep(50_000)
-                }
-            }
-            return status
+            let pid = try TmuxPane.spawn("/usr/bin/unshare", ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script])
+            super.init(pid: pid, log: log, group: false)
         }
 
         func layout() throws -> (x: Double, y: Double, scale: Double, buttons: [String: (Int, Int)]) {
