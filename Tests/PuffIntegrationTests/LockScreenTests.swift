@@ -107,6 +107,17 @@ struct LockScreenTests {
             return (found.0, found.1, found.2, buttons)
     }
 
+    /// The common start of a test: puff-it-lena enrolled on a stage of its own, an X server,
+    /// and puff-lock on it, its screen ready.
+    static func readyLocker() throws -> (user: String, stage: UnprivilegedTests.Stage, server: XServer, locker: Locker) {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try Self.stage(user)
+        let server = try XServer()
+        let locker = try Locker(stage: stage, user: user, server: server)
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        return (user, stage, server, locker)
+    }
+
     /// A store with the user's 6-digit passcode and gesture, and a `puff-lock` service that
     /// reaches the module through the helper.
     static func stage(_ user: String, config: String = "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\n") throws -> UnprivilegedTests.Stage {
@@ -146,11 +157,7 @@ struct LockScreenTests {
     }
 
     @Test func theRightGestureUnlocksAndAWrongOneKeepsTheScreenLocked() throws {
-        let user = try TestUsers.ensure("puff-it-lena")
-        let stage = try Self.stage(user)
-        let server = try XServer()
-        let locker = try Locker(stage: stage, user: user, server: server)
-        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        let (user, stage, server, locker) = try Self.readyLocker()
         #expect(locker.text.contains("locked \(user)"))
         try server.screenshot("lock-ready")
 
@@ -177,11 +184,7 @@ struct LockScreenTests {
     }
 
     @Test func thePasscodeClickedOnTheKeypadUnlocks() throws {
-        let user = try TestUsers.ensure("puff-it-lena")
-        let stage = try Self.stage(user)
-        let server = try XServer()
-        let locker = try Locker(stage: stage, user: user, server: server)
-        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        let (user, stage, server, locker) = try Self.readyLocker()
         let buttons = try locker.layout().buttons
         for digit in "60491" {
             let (x, y) = try #require(buttons["digit\(digit)"], "\(buttons)")
@@ -459,11 +462,7 @@ struct LockScreenTests {
     /// submitted (the passcode is found there while it is being typed: the scan works), and
     /// the locker is not dumpable and has a core limit of 0.
     @Test func noStrokeOrPasscodeIsLeftInMemoryAfterASubmission() throws {
-        let user = try TestUsers.ensure("puff-it-lena")
-        let stage = try Self.stage(user)
-        let server = try XServer()
-        let locker = try Locker(stage: stage, user: user, server: server)
-        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        let (user, stage, server, locker) = try Self.readyLocker()
         let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(locker.pid)/exe")
         #expect(exe.hasSuffix("/puff-lock"), "\(exe)")
         let state = try GraphicalEnrollmentTests.dumpState(locker.pid)

@@ -96,6 +96,7 @@ struct PadLoginTests {
         let pane = try login(fixture, user)
         try pane.waitFor("Puff passcode [6 digits]")
         let screen = try pane.capture()
+        try pane.saveCapture("pad-passcode-required")
         #expect(screen.contains("Puff: passcode required: an administrator"), "\(screen)")
         #expect(screen.contains("○ ○ ○ ○ ○ ○"))
         for digit in Self.passcode {

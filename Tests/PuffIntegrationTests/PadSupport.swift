@@ -119,6 +119,13 @@ final class TmuxPane {
         try tmux(["capture-pane", "-p"] + (escapes ? ["-e"] : [])).output
     }
 
+    /// Saves the pane's text as build/screenshots/NAME.txt, to be looked at (rendered to an
+    /// image with `convert … "label:$(cat FILE)"`, as the lock screen's PNGs are looked at).
+    func saveCapture(_ name: String) throws {
+        try FileManager.default.createDirectory(atPath: LockScreenTests.screenshots, withIntermediateDirectories: true)
+        try capture().write(toFile: LockScreenTests.screenshots + "/" + name + ".txt", atomically: true, encoding: .utf8)
+    }
+
     /// The pane's rows as arrays of characters.
     func screen() throws -> [[Character]] {
         try capture().split(separator: "\n", omittingEmptySubsequences: false).map { Array($0) }
