@@ -37,7 +37,9 @@ public enum GestureSealing {
     public static func seal(_ template: GestureTemplate, for account: Account,
                             hostKey: borrowing SecureBytes) throws(StoreError) -> String {
         let key = try sealingKey(hostKey)
-        let plain = template.encode()
+        var plain = template.encode()
+        // The plaintext template is wiped once sealed, as `open` wipes what it decrypts.
+        defer { Wipe.array(&plain) }
         let data = associatedData(account)
         var output = [UInt8](repeating: 0, count: nonceLength + plain.count + tagLength)
         let status = output.withUnsafeMutableBytes { out -> Int32 in

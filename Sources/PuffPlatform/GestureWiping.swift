@@ -8,11 +8,7 @@ extension Gesture {
     /// own its arrays alone (a local parsed value does): a shared array would be copied first
     /// and the copy wiped instead.
     public mutating func wipe() {
-        for index in parts.indices {
-            parts[index].points.withUnsafeMutableBytes { bytes in
-                if let base = bytes.baseAddress { explicit_bzero(base, bytes.count) }
-            }
-        }
+        for index in parts.indices { Wipe.array(&parts[index].points) }
     }
 }
 
@@ -21,8 +17,6 @@ extension GestureTemplate {
     /// storage every copy of this value shares, which is the point: the attempt is over and no
     /// copy is read again. Only for a template opened for one verification.
     public func wipeStorage() {
-        forEachPointStorage { bytes in
-            if let base = bytes.baseAddress { explicit_bzero(UnsafeMutableRawPointer(mutating: base), bytes.count) }
-        }
+        forEachPointStorage { Wipe.bytes(UnsafeMutableRawBufferPointer(mutating: $0)) }
     }
 }

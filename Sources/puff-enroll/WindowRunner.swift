@@ -66,9 +66,7 @@ enum WindowRunner {
             pieces += [Array("drawing ".utf8), GestureWire.serialize(drawing), [UInt8(ascii: "\n")]]
         }
         defer {
-            for index in pieces.indices { pieces[index].withUnsafeMutableBytes { bytes in
-                if let base = bytes.baseAddress { explicit_bzero(base, bytes.count) }
-            } }
+            for index in pieces.indices { Wipe.array(&pieces[index]) }
         }
         var payload = try SecureBytes(count: pieces.reduce(0) { $0 + $1.count })
         payload.withMutableBytes { target in

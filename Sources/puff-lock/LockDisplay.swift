@@ -1,5 +1,6 @@
 import CLockX
 import Glibc
+import PuffPlatform
 
 /// Why the screen cannot be locked.
 struct LockDisplayError: Error, CustomStringConvertible {
@@ -39,7 +40,7 @@ struct TypedBytes {
     }
 
     mutating func wipe() {
-        withUnsafeMutableBytes(of: &storage) { wipeBytes($0) }
+        withUnsafeMutableBytes(of: &storage) { Wipe.bytes($0) }
         count = 0
     }
 }
@@ -353,7 +354,7 @@ final class LockDisplay {
 
     private func key(_ event: inout XKeyEvent) -> LockEvent? {
         var buffer: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        defer { withUnsafeMutableBytes(of: &buffer) { wipeBytes($0) } }
+        defer { withUnsafeMutableBytes(of: &buffer) { Wipe.bytes($0) } }
         var symbol: KeySym = 0
         let length: Int = withUnsafeMutableBytes(of: &buffer) { raw in
             let characters = raw.baseAddress?.assumingMemoryBound(to: CChar.self)
@@ -393,12 +394,6 @@ final class LockDisplay {
               let fd = Int32(value), fd > 2 else { return }
         close(fd)
     }
-}
-
-/// `explicit_bzero` over a buffer (nothing to do for an empty one).
-func wipeBytes(_ bytes: UnsafeMutableRawBufferPointer) {
-    guard let base = bytes.baseAddress else { return }
-    explicit_bzero(base, bytes.count)
 }
 
 func monotonicSeconds() -> Double {

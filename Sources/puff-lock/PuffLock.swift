@@ -190,7 +190,7 @@ struct PuffLock: ParsableCommand {
         }
         let written = secret.withUnsafeBytes { bytes -> Bool in
             var line = [UInt8](repeating: 0, count: bytes.count + 1)
-            defer { line.withUnsafeMutableBytes { wipeBytes($0) } }
+            defer { Wipe.array(&line) }
             for index in 0..<bytes.count { line[index] = bytes[index] }
             line[bytes.count] = UInt8(ascii: "\n")
             var offset = 0

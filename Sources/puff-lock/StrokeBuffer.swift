@@ -148,14 +148,10 @@ final class StrokeBuffer {
             for index in 0..<part.count { points.append(point(part, index)) }
             gesture.parts.append(GesturePart(kind: part.kind, points: points))
         }
-        defer {
-            for index in gesture.parts.indices {
-                gesture.parts[index].points.withUnsafeMutableBytes { wipeBytes($0) }
-            }
-        }
+        defer { gesture.wipe() }
         guard (try? gesture.validate()) != nil else { return nil }
         var wire = GestureWire.serialize(gesture)
-        defer { wire.withUnsafeMutableBytes { wipeBytes($0) } }
+        defer { Wipe.array(&wire) }
         return SecretBuffer(copying: wire)
     }
 }

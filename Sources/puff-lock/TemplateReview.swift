@@ -28,7 +28,7 @@ struct TemplateReviewInput {
     static func read(from fd: Int32, width: Int, height: Int) throws(ParseError) -> TemplateReviewInput {
         let buffer = SecretBuffer(capacity: capacity)
         var chunk: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-        defer { withUnsafeMutableBytes(of: &chunk) { wipeBytes($0) } }
+        defer { withUnsafeMutableBytes(of: &chunk) { Wipe.bytes($0) } }
         while true {
             let got = withUnsafeMutableBytes(of: &chunk) { raw in Glibc.read(fd, raw.baseAddress, raw.count) }
             if got < 0 && errno == EINTR { continue }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import PuffCore
+import PuffPlatform
 
 /// `puff-pad draw`: capture one gesture and print it in the wire format.
 struct DrawCommand: ParsableCommand {
@@ -45,7 +46,7 @@ struct DrawCommand: ParsableCommand {
             var line = GestureWire.serialize(gesture)
             line.append(UInt8(ascii: "\n"))
             let wrote = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
-            Secret.wipe(&line)
+            Wipe.array(&line)
             guard wrote == line.count else { throw ExitCode(PadExit.pamError) }
         case .cancelled, .passcode:
             Report.warn("cancelled")

@@ -186,7 +186,7 @@ final class LoginConversation {
             switch pad.run() {
             case .gesture(let gesture):
                 var line = GestureWire.serialize(gesture)
-                defer { Secret.wipe(&line) }
+                defer { Wipe.array(&line) }
                 pad.reset()
                 showChecking(session)
                 return SecretBuffer(copying: line)

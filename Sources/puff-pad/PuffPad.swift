@@ -37,13 +37,3 @@ enum Report {
         _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
     }
 }
-
-/// Wiping bytes that held a gesture or a passcode.
-enum Secret {
-    /// Zeroes `bytes` in place with `explicit_bzero`, which the compiler may not remove.
-    static func wipe(_ bytes: inout [UInt8]) {
-        bytes.withUnsafeMutableBytes { buffer in
-            if let base = buffer.baseAddress { explicit_bzero(base, buffer.count) }
-        }
-    }
-}
