@@ -252,15 +252,7 @@ public struct Authenticator {
                     return current.passcode == nil ? .locked(.lockedUntilReset) : .passcodeRequired(.administrator)
                 }
             }
-            var next = tally.settlingSuccess(of: serial, deny: options.lockout.deny) ?? tally
-            if passcode != nil { next = Self.passcodeUsed(next, at: started, boot: bootID()) }
-            if next != tally {
-                // Not waited for on disk: a crash that loses this write leaves the counter as
-                // step 1 wrote it (this attempt counted as a failure, the passcode's time and an
-                // administrator's lock as they were), which is stricter, never laxer.
-                try save.lowering(next)
-                tally = next
-            }
+            try settleCounter(&tally, of: serial, passcodeUsed: passcode != nil, at: started, save)
             if passcode == nil, let upgradedGesture, var gesture = current.gesture {
                 gesture.sealedTemplate = upgradedGesture
                 var upgraded = current
@@ -274,6 +266,21 @@ public struct Authenticator {
             try records.save(upgraded)
             return .success(rehashed: true)
         }
+    }
+
+    /// Step 3's write of the local counter, the same for the files store and for fleet mode
+    /// online and offline: the failures counted before the attempt numbered `serial` cleared,
+    /// and a passcode's success recorded.
+    func settleCounter(_ tally: inout Tally, of serial: UInt64, passcodeUsed: Bool, at started: Int64,
+                       _ save: LockoutStore.Writer) throws(StoreError) {
+        var next = tally.settlingSuccess(of: serial, deny: options.lockout.deny) ?? tally
+        if passcodeUsed { next = Self.passcodeUsed(next, at: started, boot: bootID()) }
+        guard next != tally else { return }
+        // Not waited for on disk: a crash that loses this write leaves the counter as step 1
+        // wrote it (this attempt counted as a failure, the passcode's time and an
+        // administrator's lock as they were), which is stricter, never laxer.
+        try save.lowering(next)
+        tally = next
     }
 
     /// Takes back the attempt numbered `serial` (counted, but its secret was never compared),

@@ -103,16 +103,6 @@ public struct TrustedDirectory: ~Copyable {
         }
     }
 
-    /// Runs `body` with the trusted directory holding the file at absolute `path` and the
-    /// file's name; `nil` when that directory does not exist. A path that names no file
-    /// (relative, or ending in "/") is a configuration error.
-    public static func inParent<Result: ~Copyable>(of path: String,
-                                        _ body: (borrowing TrustedDirectory, String) throws(StoreError) -> Result?)
-        throws(StoreError) -> Result? {
-        guard let (directory, name) = try StoreSession().parent(of: path) else { return nil }
-        return try body(directory.trusted, name)
-    }
-
     /// True when `error` means "the thing does not exist" and nothing else.
     public static func isMissing(_ error: StoreError) -> Bool {
         if case .system(_, _, let errno) = error, errno == .noEntry { return true }

@@ -47,14 +47,15 @@ public struct DirectoryConnection: ~Copyable {
     public let settings: DirectorySettings
     private var timeoutMilliseconds: Int32 { Int32(clamping: settings.operationTimeout * 1000) }
 
-    /// Connects and binds as this host (SASL EXTERNAL, or the bind DN with the password file).
-    public init(_ settings: DirectorySettings) throws(StoreError) {
-        handle = try Self.connect(settings)
+    /// Connects and binds as this host (SASL EXTERNAL, or the bind DN with the password file,
+    /// read through `session`, which may already hold its directory).
+    public init(_ settings: DirectorySettings, session: StoreSession) throws(StoreError) {
+        handle = try Self.connect(settings, session: session)
         self.settings = settings
     }
 
     /// An open, bound handle; closed again when the bind fails.
-    private static func connect(_ settings: DirectorySettings) throws(StoreError) -> OpaquePointer {
+    private static func connect(_ settings: DirectorySettings, session: StoreSession) throws(StoreError) -> OpaquePointer {
         guard settings.isEnabled, !settings.uris.isEmpty else { throw .configuration("backend = ldap needs ldap_uri") }
         try loadClient(settings.libraryPath)
         let uriList = settings.uris.joined(separator: " ")
@@ -74,7 +75,7 @@ public struct DirectoryConnection: ~Copyable {
         case .simple(let dn, let passwordFile):
             let password: SecureBytes?
             do {
-                password = try SecretFile.read(passwordFile, maximumSize: 1024)
+                password = try SecretFile.read(passwordFile, maximumSize: 1024, session: session)
             } catch {
                 puff_ldap_close(handle)
                 throw error

@@ -12,7 +12,7 @@ import PuffCore
 extension Authenticator {
     /// The fleet key (`fleet_key`).
     func fleetKey() throws(StoreError) -> SecureBytes {
-        try SecretFile.fleetKey(options.directory.fleetKeyPath)
+        try SecretFile.fleetKey(options.directory.fleetKeyPath, session: session)
     }
 
     /// The user's directory entry and its record, checked against the account; `nil` when the
@@ -47,7 +47,7 @@ extension Authenticator {
     func fleetSubject(_ account: Account) throws(StoreError) -> Subject {
         let found: (entry: DirectoryEntry, record: UserRecord)?
         do {
-            let connection = try DirectoryConnection(options.directory)
+            let connection = try DirectoryConnection(options.directory, session: session)
             found = try fleetRecord(connection, account)
         } catch .directoryUnreachable(let why) {
             return try fleetOfflineSubject(account, unreachable: why)  // FleetOffline.swift
@@ -85,7 +85,7 @@ extension Authenticator {
         // Only a directory out of reach before anything was counted falls back to the cache;
         // one lost later fails closed.
         do throws(StoreError) {
-            let connection = try DirectoryConnection(options.directory)
+            let connection = try DirectoryConnection(options.directory, session: session)
             let read = try fleetRecord(connection, account)
             do throws(StoreError) {
                 return try fleetOnlineAttempt(passcode, account, asProofForChange: asProofForChange, key: key,
@@ -252,12 +252,7 @@ extension Authenticator {
             }
         }
         try counters.update(account.name) { tally, save throws(StoreError) in
-            var next = tally.settlingSuccess(of: localSerial, deny: options.lockout.deny) ?? tally
-            if passcode != nil { next = Self.passcodeUsed(next, at: started, boot: bootID()) }
-            if next != tally {
-                try save(next)
-                tally = next
-            }
+            try settleCounter(&tally, of: localSerial, passcodeUsed: passcode != nil, at: started, save)
             // The state this success left in the directory, for logins while it is out of reach.
             if fleetCacheEnabled, let latest {
                 try refreshFleetCache(account, record: latest.record, counter: latest.counter)
@@ -271,7 +266,7 @@ extension Authenticator {
     /// not lost; `false` when there was nothing to take back.
     @inline(never)
     func fleetTakeBack(_ name: UserName) throws(StoreError) -> Bool {
-        let connection = try DirectoryConnection(options.directory)
+        let connection = try DirectoryConnection(options.directory, session: session)
         for _ in 0..<4 {
             let entry = try fleetEntry(connection, name)
             let failures = try Self.fleetCounter(entry).failures
@@ -301,7 +296,7 @@ extension Authenticator {
     /// The user's entry must already exist under `ldap_base`.
     private func fleetUpdateRecord(_ account: Account, extra: [DirectoryChange],
                                    _ change: (inout UserRecord) -> Void) throws(StoreError) {
-        let connection = try DirectoryConnection(options.directory)
+        let connection = try DirectoryConnection(options.directory, session: session)
         guard let entry = try connection.readUser(account.name) else {
             throw .directory("no entry with uid=\(account.name) under \(options.directory.base): create the user's entry first")
         }
@@ -353,7 +348,7 @@ extension Authenticator {
 
     /// `requirePasscode` in fleet mode: `puffAdminLock` set, for every host.
     func fleetRequirePasscode(of name: UserName) throws(StoreError) {
-        let connection = try DirectoryConnection(options.directory)
+        let connection = try DirectoryConnection(options.directory, session: session)
         let entry = try fleetEntry(connection, name)
         try connection.modify(dn: entry.dn, [.replace("puffAdminLock", Array("TRUE".utf8))])
     }
@@ -362,7 +357,7 @@ extension Authenticator {
     /// host is unlocked at its next attempt) and this host's counter reset too. Returns the
     /// fleet failures that were cleared.
     public func fleetReset(of name: UserName) throws(StoreError) -> UInt32 {
-        let connection = try DirectoryConnection(options.directory)
+        let connection = try DirectoryConnection(options.directory, session: session)
         let entry = try fleetEntry(connection, name)
         let cleared = try Self.fleetCounter(entry).failures
         try connection.modify(dn: entry.dn, [.replace("puffFailures", Self.digits(0)), .replace("puffAdminLock", nil)])
@@ -374,7 +369,7 @@ extension Authenticator {
 
     /// `removeEnrollment` in fleet mode: the Puff attributes and object class removed.
     func fleetRemoveEnrollment(of name: UserName) throws(StoreError) -> Bool {
-        let connection = try DirectoryConnection(options.directory)
+        let connection = try DirectoryConnection(options.directory, session: session)
         guard let entry = try connection.readUser(name), entry.isPuffUser else {
             _ = try fleetCache.remove(name)
             return false
@@ -395,7 +390,7 @@ extension Authenticator {
     /// by, and the host that counted the latest failure.
     public func fleetStatus(of account: Account) throws(StoreError)
         -> (record: UserRecord, tally: Tally, lastFailureHost: String?)? {
-        let connection = try DirectoryConnection(options.directory)
+        let connection = try DirectoryConnection(options.directory, session: session)
         guard let found = try fleetRecord(connection, account) else { return nil }
         let local = try counters.read(account.name)
         return (found.record, options.lockout.fleetTally(try Self.fleetCounter(found.entry), local: local),

@@ -137,15 +137,10 @@ extension Authenticator {
             } else {
                 guard current.record.passcode == record.passcode else { return failed("the passcode was changed meanwhile") }
             }
-            var next = tally.settlingSuccess(of: counted.serial, deny: options.lockout.deny) ?? tally
-            if !isGesture { next = Self.passcodeUsed(next, at: started, boot: bootID()) }
-            if next != tally {
-                try save(next)
-                tally = next
-            }
+            try settleCounter(&tally, of: counted.serial, passcodeUsed: !isGesture, at: started, save)
             // The run before this success is over on this host: neither it nor the fleet
             // failures cached before it count offline any more, nor go to the directory.
-            current.offlineFailures = min(current.offlineFailures, next.failures)
+            current.offlineFailures = min(current.offlineFailures, tally.failures)
             current.counter.failures = 0
             try cache.write(current, for: account.name)
             return .success(rehashed: false)
