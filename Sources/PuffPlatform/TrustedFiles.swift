@@ -49,17 +49,7 @@ public struct TrustedDirectory: ~Copyable {
         for (index, name) in components.enumerated() {
             walked += "/" + name
             guard name != "..", name != "." else { throw .unsafe(path: walked, reason: "'.' or '..' in path") }
-            let next: FileDescriptor
-            do {
-                next = try current.open(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NOCTTY)
-            } catch {
-                if error.rawValue == ELOOP || error.rawValue == ENOTDIR {
-                    throw .unsafe(path: walked, reason: "not a directory (symlink?)")
-                }
-                throw .system("open", path: walked, error)
-            }
-            try Self.check(next, path: walked, isFinal: index == components.count - 1)
-            current = next
+            current = try Self.step(from: current, name, path: walked, isFinal: index == components.count - 1)
         }
         self.descriptor = current
         self.path = path
@@ -74,18 +64,25 @@ public struct TrustedDirectory: ~Copyable {
         guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(UInt8(ascii: "/")) else {
             throw .unsafe(path: path, reason: "not a directory name")
         }
-        let directory: FileDescriptor
+        self.descriptor = try Self.step(from: parent.descriptor, name, path: path, isFinal: true)
+        self.path = path
+    }
+
+    /// One step of a walk, the same for both ways of reaching a directory: `name` opened in
+    /// `directory` without following a symlink, then checked.
+    private static func step(from directory: borrowing FileDescriptor, _ name: String, path: String,
+                             isFinal: Bool) throws(StoreError) -> FileDescriptor {
+        let next: FileDescriptor
         do {
-            directory = try parent.descriptor.open(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NOCTTY)
+            next = try directory.open(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NOCTTY)
         } catch {
             if error.rawValue == ELOOP || error.rawValue == ENOTDIR {
                 throw .unsafe(path: path, reason: "not a directory (symlink?)")
             }
             throw .system("open", path: path, error)
         }
-        try Self.check(directory, path: path, isFinal: true)
-        self.descriptor = directory
-        self.path = path
+        try check(next, path: path, isFinal: isFinal)
+        return next
     }
 
     private static func check(_ directory: borrowing FileDescriptor, path: String, isFinal: Bool) throws(StoreError) {
