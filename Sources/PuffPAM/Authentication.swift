@@ -256,7 +256,7 @@ extension ModuleContext {
     }
 
     /// An audit record for `backend`'s account, with this transaction's remote host and tty.
-    private func audit(_ event: Audit.Event, _ backend: some CredentialBackend) {
+    private func audit(_ event: Audit.Event, _ backend: Backend) {
         guard let uid = backend.auditUID else { return }
         let rhost = logField(PAM_RHOST), tty = logField(PAM_TTY)
         Audit.record(event, uid: uid, rhost: rhost.isEmpty ? nil : rhost, tty: tty.isEmpty ? nil : tty)
