@@ -38,7 +38,7 @@ EMBEDDED_TARGET := x86_64-unknown-linux-gnu
 EMBEDDED_LIBDIR := $(shell d=$$(dirname "$$(readlink -f "$$(command -v $(SWIFTC))")"); echo "$$d/../lib/swift/embedded/$(EMBEDDED_TARGET)")
 EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARGET) -wmo -Osize -lto=llvm-full \
 	-Xfrontend -function-sections -Xfrontend -disable-all-autolinking -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM \
-	-I Sources/CAudit -I Sources/CPuffBuild/include -I Sources/CModuleStart/include -I Sources/CHelperStart/include \
+	-I Sources/CAudit -I Sources/CPuffBuild/include -I Sources/CSpawn/include -I Sources/CModuleStart/include -I Sources/CHelperStart/include \
 	-I Sources/CLDAP/include
 EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -Xlinker --as-needed -Xlinker -lsodium -Xlinker -lpam -Xlinker -laudit -use-ld=lld -Xlinker --gc-sections \
 	-Xlinker --icf=safe -Xlinker -mllvm -Xlinker -enable-machine-outliner=always -Xlinker -z -Xlinker pack-relative-relocs \
@@ -117,6 +117,10 @@ $(EMBEDDED)/CPuffBuild.o: Sources/CPuffBuild/build.c Sources/CPuffBuild/include/
 	cc -O2 -fPIC -Wall -I Sources/CPuffBuild/include -DPUFF_VERSION='"$(VERSION)"' -DPUFF_SBINDIR='"$(BINDIR)"' \
 		-DPUFF_LDAP_LIBRARY='"$(LDAP_LIBRARY)"' -c Sources/CPuffBuild/build.c -o $@
 
+$(EMBEDDED)/CSpawn.o: Sources/CSpawn/spawn.c Sources/CSpawn/include/puff_spawn.h
+	mkdir -p $(EMBEDDED)
+	cc -O2 -fPIC -Wall -I Sources/CSpawn/include -c $< -o $@
+
 # Start-up code in C, as in the SwiftPM build: the helper drops its environment before
 # anything runs (.preinit_array). (CModuleStart, which hides SWIFT_* from a full runtime while
 # the module loads into a setuid host, is left out: the embedded module has no such runtime.)
@@ -146,27 +150,28 @@ $(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/sys
 	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/system_password.c -o $(EMBEDDED)/system_password.o
 	ld -r $(EMBEDDED)/start.o $(EMBEDDED)/system_password.o -o $@
 
-$(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h Sources/CLDAP/include/puff_ldap.h $(EMBEDDED)/PuffCore.o
+$(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h Sources/CLDAP/include/puff_ldap.h \
+		Sources/CSpawn/include/puff_spawn.h $(EMBEDDED)/PuffCore.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPlatform -emit-module -emit-module-path $(EMBEDDED)/PuffPlatform.swiftmodule \
 		-c $(PLATFORM_SOURCES) -o $@
 
 # NODELETE, kept from the full-runtime build (whose runtime could not be unloaded): pam_end's
 # dlclose leaves the module mapped, so a host that authenticates again does not load it again.
 build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
-		$(EMBEDDED)/CLDAP.o $(EMBEDDED)/ceil.o
+		$(EMBEDDED)/CLDAP.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPAM -emit-library -o $(EMBEDDED)/pam_puff.so \
 		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o \
-		$(EMBEDDED)/ceil.o \
+		$(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o \
 		$(EMBEDDED_LINK) \
 		-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map -Xlinker -z -Xlinker nodelete
 	mkdir -p build
 	install -m 0644 $(EMBEDDED)/pam_puff.so $@
 
 build/puff-check: $(HELPER_SOURCES) Sources/CPAM/shim.h $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/HelperStart.o \
-		$(EMBEDDED)/CLDAP.o $(EMBEDDED)/ceil.o
+		$(EMBEDDED)/CLDAP.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name puff_check -o $(EMBEDDED)/puff-check \
 		$(HELPER_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o \
-		$(EMBEDDED)/HelperStart.o $(EMBEDDED)/ceil.o \
+		$(EMBEDDED)/HelperStart.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o \
 		$(EMBEDDED_LINK) -Xlinker -pie
 	mkdir -p build
 	install -m 0755 $(EMBEDDED)/puff-check $@

@@ -45,6 +45,8 @@ let package = Package(
         // entries while its runtime starts in a setuid host (a priority-101 constructor).
         .target(name: "CHelperStart", path: "Sources/CHelperStart"),
         .target(name: "CModuleStart", path: "Sources/CModuleStart"),
+        // The helper started as root for a service caller (HelperProcess).
+        .target(name: "CSpawn", path: "Sources/CSpawn"),
         // libldap for fleet mode (`backend = ldap`): a thin C layer over its variadic BER
         // calls and NULL-terminated modify lists (Sources/CLDAP/include/puff_ldap.h), linked
         // directly here; the Embedded Swift module and helper (`make`) link its loader instead.
@@ -53,7 +55,7 @@ let package = Package(
         .target(name: "PuffCore"),
         // libaudit: records for locks and administrator resets, as pam_faillock sends.
         .systemLibrary(name: "CAudit", path: "Sources/CAudit", providers: [.apt(["libaudit-dev"])]),
-        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CLDAP", "CPAM"]),
+        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CLDAP", "CPAM", "CSpawn"]),
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CModuleStart"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [

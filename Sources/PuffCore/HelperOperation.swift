@@ -11,11 +11,29 @@ public enum HelperOperation: String, Equatable, Sendable {
     case enrollGesture = "enroll-gesture"
     /// The caller's own enrollment removed after a proof; framed request.
     case remove
+    /// For a caller whose real uid is root only (the module in fleet mode): the state of a
+    /// named user under the module's arguments. Framed request: the user, the number of
+    /// arguments, the arguments.
+    case serviceQuery = "service-query"
+    /// Root only: one attempt for a named user; the framed request of `serviceQuery`, then the
+    /// secret. The answer is framed: the report, then a failure it counted (before, after, where).
+    case serviceVerify = "service-verify"
+    /// Root only: a failure `serviceVerify` counted taken back (the module's `authsucc` line);
+    /// the framed request of `serviceQuery`, then the failure as `serviceVerify` gave it.
+    case serviceTakeBack = "service-take-back"
+
+    /// Whether the operation serves a root caller for a named user.
+    public var isService: Bool {
+        switch self {
+        case .serviceQuery, .serviceVerify, .serviceTakeBack: true
+        case .query, .verify, .enrollPasscode, .enrollGesture, .remove: false
+        }
+    }
 
     /// Whether the request is framed and changes the store (an enrollment or a removal).
     public var isChange: Bool {
         switch self {
-        case .query, .verify: false
+        case .query, .verify, .serviceQuery, .serviceVerify, .serviceTakeBack: false
         case .enrollPasscode, .enrollGesture, .remove: true
         }
     }

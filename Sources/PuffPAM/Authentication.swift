@@ -100,7 +100,8 @@ extension ModuleContext {
         let discreet = !unprivileged && !callerIsUser(rawName)
         let backend: Backend
         do {
-            backend = try Backend.prepare(options, userName: rawName ?? "", unprivileged: unprivileged, session: session)
+            backend = try Backend.prepare(options, userName: rawName ?? "", arguments: arguments, unprivileged: unprivileged,
+                                          session: session)
         } catch {
             log(LOG_ERR, "user \(userForLog): \(error); failing closed")
             return .failure(error)
@@ -184,7 +185,7 @@ extension ModuleContext {
             if let counted {
                 recordInHistory(counted, options, session)
                 do {
-                    if !remember(try PendingFailure(failure: counted, secret: secret)) {
+                    if !remember(try PendingFailure(failure: counted, secret: secret, throughHelper: backend.isService)) {
                         log(LOG_WARNING, "user \(userForLog): could not keep the failure for authsucc")
                     }
                 } catch {

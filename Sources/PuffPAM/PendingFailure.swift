@@ -12,10 +12,13 @@ final class PendingFailure {
 
     /// What the attempt counted and what it must restore.
     let failure: Authenticator.CountedFailure
+    /// Counted by the helper's service call (fleet mode), so taken back through it too.
+    let throughHelper: Bool
     private let key: SecureBytes
     private let digest: SecureBytes
 
-    init(failure: Authenticator.CountedFailure, secret: borrowing SecureBytes) throws(StoreError) {
+    init(failure: Authenticator.CountedFailure, secret: borrowing SecureBytes, throughHelper: Bool) throws(StoreError) {
+        self.throughHelper = throughHelper
         var key = try SecureBytes(count: Sodium.digestLength)
         Sodium.fillRandom(&key)
         self.digest = try Sodium.keyedDigest(of: secret, key: key)
@@ -98,7 +101,11 @@ extension ModuleContext {
             return .ignore
         }
         do {
-            if try Authenticator(options: options, session: session).takeBack(pending.failure) {
+            let taken = pending.throughHelper
+                ? try HelperClient(path: options.helperPath, service: .init(user: pending.failure.user.value, arguments: arguments))
+                    .takeBack(pending.failure)
+                : try Authenticator(options: options, session: session).filesTakeBack(pending.failure)
+            if taken {
                 log(LOG_INFO, "user \(user): the system password was typed at Puff's prompt; Puff's failure taken back")
             }
         } catch {

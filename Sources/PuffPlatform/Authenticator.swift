@@ -61,15 +61,34 @@ public struct Authenticator {
 
     /// Resolves `userName` (raw, as the application gave it) to a subject.
     public func subject(for userName: String) throws(StoreError) -> Subject {
-        guard UserName(userName) != nil else { return .notEnrolled(reason: "invalid user name") }
-        guard let account = try Account.lookup(userName) else { return .notEnrolled(reason: "no such account") }
-        return try subject(of: account)
+        try Self.resolving(userName) { account throws(StoreError) in try subject(of: account) }
     }
 
     /// The subject of an account already looked up (the helper has its caller's, by uid).
-    @inline(never)
     public func subject(of account: Account) throws(StoreError) -> Subject {
         if options.directory.isEnabled { return try fleetSubject(account) }  // FleetAuthenticator.swift
+        return try filesSubject(of: account)
+    }
+
+    // The files store only (`backend = files`): what the module runs in its own process. Fleet
+    // mode goes to the helper (`puff-check service-*`), so the module never links the directory
+    // client; the `files` entry points are the calls that keep it out.
+
+    /// `subject(for:)` in the files store only.
+    public func filesSubject(for userName: String) throws(StoreError) -> Subject {
+        try Self.resolving(userName) { account throws(StoreError) in try filesSubject(of: account) }
+    }
+
+    /// The account of `userName` handed to `body`, or the reason there is none.
+    private static func resolving(_ userName: String, _ body: (Account) throws(StoreError) -> Subject) throws(StoreError) -> Subject {
+        guard UserName(userName) != nil else { return .notEnrolled(reason: "invalid user name") }
+        guard let account = try Account.lookup(userName) else { return .notEnrolled(reason: "no such account") }
+        return try body(account)
+    }
+
+    /// `subject(of:)` in the files store only.
+    @inline(never)
+    public func filesSubject(of account: Account) throws(StoreError) -> Subject {
         guard let record = try records.load(account), record.hasAnyFactor else {
             return .notEnrolled(reason: "no Puff record")
         }
@@ -146,6 +165,17 @@ public struct Authenticator {
     /// failure this attempt counted.
     public func attempt(_ passcode: borrowing SecureBytes, for subject: Subject, asProofForChange: Bool = false,
                         counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
+        if case .enrolled(let enrolled) = subject, options.directory.isEnabled {
+            countedFailure = nil
+            return try fleetAttempt(passcode, enrolled.account, asProofForChange: asProofForChange,
+                                    counted: &countedFailure)  // FleetAuthenticator.swift
+        }
+        return try filesAttempt(passcode, for: subject, asProofForChange: asProofForChange, counted: &countedFailure)
+    }
+
+    /// `attempt(_:for:asProofForChange:counted:)` in the files store only.
+    public func filesAttempt(_ passcode: borrowing SecureBytes, for subject: Subject, asProofForChange: Bool = false,
+                             counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
         countedFailure = nil
         switch subject {
         case .notEnrolled:
@@ -153,9 +183,6 @@ public struct Authenticator {
             return .notEnrolled
         case .enrolled(let enrolled):
             let account = enrolled.account
-            if options.directory.isEnabled {  // FleetAuthenticator.swift
-                return try fleetAttempt(passcode, account, asProofForChange: asProofForChange, counted: &countedFailure)
-            }  // FleetAuthenticator.swift
             guard let hostKey = try records.loadHostKey() else {
                 throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
             }
@@ -334,11 +361,16 @@ public struct Authenticator {
     /// attempts were counted since, only one failure is removed, and a lock is lifted only
     /// when the rest stay below `deny`. `false` when there is nothing left to take back: a
     /// success or an administrator's reset cleared it since, or the counter is damaged.
-    @inline(never)
     public func takeBack(_ failure: CountedFailure) throws(StoreError) -> Bool {
         let fleet = failure.countedInDirectory ? try fleetTakeBack(failure.user) : false  // FleetAuthenticator.swift
         if !failure.countedInDirectory, options.directory.isEnabled { try fleetOfflineTakeBack(failure.user) }  // FleetOffline.swift
-        return try counters.update(failure.user) { tally, save throws(StoreError) -> Bool in
+        return try filesTakeBack(failure) || fleet
+    }
+
+    /// `takeBack(_:)` of the local counter only (all there is in the files store).
+    @inline(never)
+    public func filesTakeBack(_ failure: CountedFailure) throws(StoreError) -> Bool {
+        try counters.update(failure.user) { tally, save throws(StoreError) -> Bool in
             guard failure.after.serial > tally.clearedSerial, !tally.isDamaged, tally.failures > 0 else { return false }
             var next: Tally
             if tally == failure.after {
@@ -354,7 +386,7 @@ public struct Authenticator {
             try save(next)
             tally = next
             return true
-        } || fleet
+        }
     }
 
     /// `tally` after a passcode success (or enrollment) at `time`: the gesture is trusted again.

@@ -12,9 +12,9 @@ public protocol CredentialBackend {
     /// The uid the attempts are for, for audit records; `nil` when no enrolled account was
     /// resolved.
     var auditUID: UInt32? { get }
-    /// One attempt with `secret`. `counted` is set when this process counted a failure it can
-    /// take back (`Authenticator.takeBack(_:)`, the module's `authsucc` line); the helper keeps
-    /// its counting to itself.
+    /// One attempt with `secret`. `counted` is set when a failure was counted that the module's
+    /// `authsucc` line can take back (`Authenticator.filesTakeBack(_:)` in this process, or
+    /// `HelperClient.takeBack(_:)` for a service call); a caller's own helper keeps it.
     func attempt(_ secret: borrowing SecureBytes,
                  counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome
     /// The work of a wrong passcode's verification, for an attempt refused unread whose time
@@ -78,7 +78,9 @@ extension Authenticator.Subject {
     }
 }
 
-/// The store work in this process (root): an `Authenticator` and the subject it resolved.
+/// The files store's work in this process (root): an `Authenticator` and the subject it
+/// resolved. Files only (`Authenticator.filesSubject`, `filesAttempt`): the module hands fleet
+/// mode to the helper, so this backend never reaches the directory client.
 /// A class: the two are large, and a reference is what a backend passes around.
 public final class LocalBackend: CredentialBackend {
     /// The authenticator, on this login's `StoreSession`.
@@ -86,10 +88,10 @@ public final class LocalBackend: CredentialBackend {
     /// The user as read before the prompt.
     public let subject: Authenticator.Subject
 
-    /// Resolves `userName` (raw, as the application gave it).
+    /// Resolves `userName` (raw, as the application gave it) in the files store.
     public init(_ authenticator: Authenticator, userName: String) throws(StoreError) {
         self.authenticator = authenticator
-        self.subject = try authenticator.subject(for: userName)
+        self.subject = try authenticator.filesSubject(for: userName)
     }
 
     public var state: CredentialState { subject.state }
@@ -101,7 +103,7 @@ public final class LocalBackend: CredentialBackend {
 
     public func attempt(_ secret: borrowing SecureBytes,
                         counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
-        try authenticator.attempt(secret, for: subject, counted: &counted)
+        try authenticator.filesAttempt(secret, for: subject, counted: &counted)
     }
 
     public func runDummyVerification(_ secret: borrowing SecureBytes) {
@@ -109,28 +111,36 @@ public final class LocalBackend: CredentialBackend {
     }
 }
 
-/// The store work in the setuid helper, for the caller's own account (its real uid).
+/// The store work in the setuid helper: for the caller's own account (its real uid), or, for
+/// a root caller in fleet mode, the client's `service` user.
 public final class HelperBackend: CredentialBackend {
     /// The client of `puff-check`.
     public let client: HelperClient
     public let state: CredentialState
+    public let auditUID: UInt32?
 
     /// Asks the helper for the state before the prompt.
     public init(_ client: HelperClient) throws(StoreError) {
         self.client = client
-        self.state = try client.query()
+        let state = try client.query()
+        self.state = state
+        if let service = client.service {
+            auditUID = state.isEnrolled ? ((try? Account.lookup(service.user)) ?? nil)?.uid : nil
+        } else {
+            // The caller's own uid: the helper serves no other account (and may find it
+            // enrolled by the time of the attempt).
+            auditUID = getuid()
+        }
     }
 
-    /// The caller's own uid: the helper serves no other account (and may find it enrolled
-    /// by the time of the attempt).
-    public var auditUID: UInt32? { getuid() }
-
+    /// One attempt; `counted` is set for a service caller only (the helper's own caller has
+    /// no `authsucc` line to take a failure back).
     public func attempt(_ secret: borrowing SecureBytes,
                         counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
-        counted = nil
-        return try client.verify(secret)
+        try client.verify(secret, counted: &counted)
     }
 
-    /// Nothing: the helper serves only its caller, which is never a discreet service.
+    /// Nothing: the module runs a discreet service's dummy verification itself
+    /// (PuffPAM/Backend.swift); the helper's own caller is never a discreet service.
     public func runDummyVerification(_ secret: borrowing SecureBytes) {}
 }

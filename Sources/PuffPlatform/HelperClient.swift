@@ -1,28 +1,117 @@
 import PuffCore
 
-/// The one client of the setuid helper `puff-check`, for the module when it is not root (a
-/// screen locker authenticating its own user) and for `puff-enroll` run by an ordinary user.
-/// It moves the secret or the framed request and believes only a well-formed report that
-/// agrees with the exit status (HelperReportMapping.swift).
+/// The one client of the setuid helper `puff-check`: for the module when it is not root (a
+/// screen locker authenticating its own user), for the module as root in fleet mode (the
+/// `service-*` calls, for a named user under the module's arguments), and for `puff-enroll`
+/// run by an ordinary user. It moves the secret or the framed request and believes only a
+/// well-formed report that agrees with the exit status (HelperReportMapping.swift).
 public struct HelperClient: Sendable {
     /// The helper executable (module option `helper=`, `puff-enroll --helper`).
     public let path: String
+    /// Set for a root caller that asks on behalf of a named user (the module in fleet mode).
+    public let service: Service?
 
-    /// A client of the helper at `path`.
-    public init(path: String) { self.path = path }
+    /// A root caller's request: whom for, under which module arguments.
+    public struct Service: Sendable {
+        /// The user name, raw, as the application gave it.
+        public var user: String
+        /// The module's arguments (the helper reads them as the module does: root chose them).
+        public var arguments: [String]
 
-    /// The caller's state before the prompt.
+        /// A request for `user` under `arguments`.
+        public init(user: String, arguments: [String]) {
+            self.user = user
+            self.arguments = arguments
+        }
+
+        /// The request's fields: the user, the number of arguments, the arguments.
+        var fields: [[UInt8]] {
+            [Array(user.utf8), Array(String(arguments.count).utf8)] + arguments.map { Array($0.utf8) }
+        }
+    }
+
+    /// A client of the helper at `path`, for the caller's own account or (`service`) for a
+    /// root caller's named user. The helper refuses `service` unless the real uid is root;
+    /// `HelperProcess` makes it root when the caller's effective uid is.
+    public init(path: String, service: Service? = nil) {
+        self.path = path
+        self.service = service
+    }
+
+    /// The state before the prompt.
     public func query() throws(StoreError) -> CredentialState {
-        let (status, output) = try HelperProcess(path: path).run(HelperOperation.query.rawValue, input: [])
+        guard let service else {
+            let (status, output) = try HelperProcess(path: path).run(HelperOperation.query.rawValue, input: [])
+            return try HelperReport.state(status: status, output: output, helper: path)
+        }
+        let (status, output) = try run(.serviceQuery, FrameText.encode(service.fields))
         return try HelperReport.state(status: status, output: output, helper: path)
     }
 
-    /// One attempt with `secret`.
-    public func verify(_ secret: borrowing SecureBytes) throws(StoreError) -> Authenticator.Outcome {
-        let (status, output) = try secret.withBytes { bytes throws(StoreError) in
-            try HelperProcess(path: path).run(HelperOperation.verify.rawValue, input: [bytes])
+    /// One attempt with `secret`. `counted` is the failure the helper counted for a service
+    /// caller (which its `authsucc` line may take back); a caller's own helper keeps it.
+    public func verify(_ secret: borrowing SecureBytes,
+                       counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
+        counted = nil
+        guard let service else {
+            let (status, output) = try secret.withBytes { bytes throws(StoreError) in
+                try HelperProcess(path: path).run(HelperOperation.verify.rawValue, input: [bytes])
+            }
+            return try HelperReport.outcome(status: status, output: output, helper: path)
         }
-        return try HelperReport.outcome(status: status, output: output, helper: path)
+        let request = FrameText.encode(service.fields) + Array("\(secret.count)\n".utf8)
+        let (status, output) = try secret.withBytes { bytes throws(StoreError) in
+            try Self.withBytes(of: request) { head throws(StoreError) in
+                try HelperProcess(path: path).run(HelperOperation.serviceVerify.rawValue, input: [head, bytes],
+                                                  asRoot: true)
+            }
+        }
+        // The answer: the report, then the failure it counted, if any.
+        guard let output, let fields = FrameText.decode(output, maximumFields: 4), fields.count == 1 || fields.count == 4 else {
+            throw .unsafe(path: path, reason: "the helper's answer is malformed")
+        }
+        let outcome = try HelperReport.outcome(status: status, output: fields[0], helper: path)
+        if fields.count == 4 {
+            guard case .failure = outcome, let user = UserName(service.user),
+                  let failure = Authenticator.CountedFailure(user: user, serviceFields: fields.dropFirst()) else {
+                throw .unsafe(path: path, reason: "the helper's counted failure is malformed")
+            }
+            counted = failure
+        }
+        return outcome
+    }
+
+    /// Takes back a failure `verify` counted for the service's user; `false` when there was
+    /// nothing left to take back.
+    public func takeBack(_ failure: Authenticator.CountedFailure) throws(StoreError) -> Bool {
+        guard let service else { throw .unsafe(path: path, reason: "a take-back is for a service caller") }
+        let (status, _) = try run(.serviceTakeBack, FrameText.encode(service.fields + failure.serviceFields))
+        switch status {
+        case HelperExit.success: return true
+        case HelperExit.refused: return false
+        default: throw .unsafe(path: path, reason: "the helper failed (status \(status)); see its log")
+        }
+    }
+
+    /// Runs a service call with its public request (no secret).
+    private func run(_ operation: HelperOperation, _ request: [UInt8]) throws(StoreError) -> (status: Int32, output: [UInt8]?) {
+        try Self.withBytes(of: request) { bytes throws(StoreError) in
+            try HelperProcess(path: path).run(operation.rawValue, input: [bytes], asRoot: true)
+        }
+    }
+
+    /// `body` with `array`'s bytes. Array's closure methods rethrow untyped errors, so the
+    /// typed call is caught inside.
+    private static func withBytes<Result>(of array: [UInt8], _ body: (UnsafeRawBufferPointer) throws(StoreError) -> Result)
+        throws(StoreError) -> Result {
+        let ran = array.withUnsafeBytes { bytes -> Swift.Result<Result, StoreError> in
+            do throws(StoreError) {
+                return .success(try body(bytes))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try ran.get()
     }
 
     /// What a change request came to.
@@ -50,8 +139,7 @@ public struct HelperClient: Sendable {
             lines += Array("\(frame.count)\n".utf8)
             ends.append(lines.count)
         }
-        // Array's closure methods rethrow untyped errors, so the typed run is caught inside.
-        let ran = lines.withUnsafeBytes { buffer -> Result<(status: Int32, output: [UInt8]?), StoreError> in
+        let (status, output) = try Self.withBytes(of: lines) { buffer throws(StoreError) in
             var input: [UnsafeRawBufferPointer] = []
             var start = 0
             for (frame, end) in zip(frames, ends) {
@@ -59,13 +147,8 @@ public struct HelperClient: Sendable {
                 input.append(frame)
                 start = end
             }
-            do throws(StoreError) {
-                return .success(try HelperProcess(path: path).run(operation.rawValue, input: input))
-            } catch {
-                return .failure(error)
-            }
+            return try HelperProcess(path: path).run(operation.rawValue, input: input)
         }
-        let (status, output) = try ran.get()
         if status == HelperExit.rules { return .rulesBroken }
         let report = try HelperReport.attemptReport(status: status, output: output, helper: path)
         return report.outcome == .success ? .done : .refused(report.outcome)

@@ -1,3 +1,4 @@
+import CSpawn
 import Glibc
 import PuffCore
 
@@ -18,14 +19,16 @@ public struct HelperProcess: Sendable {
     /// Runs the helper at `path`.
     public init(path: String) { self.path = path }
 
-    /// Longest standard output read back (a report).
-    public static let maximumOutput = HelperReport.maximumSize
+    /// Longest standard output read back: a report, or a service call's framed answer (a
+    /// report and a counted failure's two counters).
+    public static let maximumOutput = 4 * HelperReport.maximumSize
 
     /// Runs `puff-check operation`, sends the buffers of `input` one after the other on its
     /// stdin, closes it, and returns the exit status and the standard output (`nil` when
     /// longer than a report can be). A helper killed by a signal, or one this process cannot
-    /// wait for, throws.
-    public func run(_ operation: String, input: [UnsafeRawBufferPointer])
+    /// wait for, throws. `asRoot` (a service call) starts the helper with real uid root when
+    /// this process's effective uid is root but its real uid is not (su or sudo run by a user).
+    public func run(_ operation: String, input: [UnsafeRawBufferPointer], asRoot: Bool = false)
         throws(StoreError) -> (status: Int32, output: [UInt8]?) {
         var toChild: [Int32] = [-1, -1]
         var fromChild: [Int32] = [-1, -1]
@@ -40,7 +43,7 @@ public struct HelperProcess: Sendable {
         }
         defer { fromChild.forEach { if $0 >= 0 { close($0) } } }
 
-        let child = try spawn(operation, stdin: toChild[1], stdout: fromChild[1])
+        let child = try spawn(operation, stdin: toChild[1], stdout: fromChild[1], asRoot: asRoot && getuid() != 0)
         close(toChild[1]); toChild[1] = -1
         close(fromChild[1]); fromChild[1] = -1
 
@@ -71,7 +74,15 @@ public struct HelperProcess: Sendable {
         .system(operation, path: path, Errno(error))
     }
 
-    private func spawn(_ operation: String, stdin: Int32, stdout: Int32) throws(StoreError) -> pid_t {
+    private func spawn(_ operation: String, stdin: Int32, stdout: Int32, asRoot: Bool) throws(StoreError) -> pid_t {
+        if asRoot {
+            guard geteuid() == 0 else { throw .unsafe(path: path, reason: "a service call needs an effective uid of root") }
+            return try withArguments(operation) { argv throws(StoreError) in
+                let child = puff_spawn_as_root(path, argv, stdin, stdout)
+                guard child > 0 else { throw failure("fork") }
+                return child
+            }
+        }
         var actions = posix_spawn_file_actions_t()
         guard posix_spawn_file_actions_init(&actions) == 0 else { throw failure("posix_spawn_file_actions_init") }
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -91,15 +102,32 @@ public struct HelperProcess: Sendable {
               posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) == 0 else {
             throw failure("posix_spawn setup")
         }
+        return try withArguments(operation) { argv throws(StoreError) in
+            var envp: [UnsafeMutablePointer<CChar>?] = [nil]
+            var child: pid_t = 0
+            let result = posix_spawn(&child, path, &actions, &attributes, argv, &envp)
+            guard result == 0 else { throw failure("posix_spawn", result) }
+            return child
+        }
+    }
+
+    /// `body` with the helper's argv: its name and `operation`.
+    private func withArguments(_ operation: String,
+                               _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) throws(StoreError) -> pid_t) throws(StoreError) -> pid_t {
         let name = strdup("puff-check"), verb = strdup(operation)
         defer { free(name); free(verb) }
         guard let name, let verb else { throw failure("strdup", ENOMEM) }
-        var argv: [UnsafeMutablePointer<CChar>?] = [name, verb, nil]
-        var envp: [UnsafeMutablePointer<CChar>?] = [nil]
-        var child: pid_t = 0
-        let result = posix_spawn(&child, path, &actions, &attributes, &argv, &envp)
-        guard result == 0 else { throw failure("posix_spawn", result) }
-        return child
+        let argv: [UnsafeMutablePointer<CChar>?] = [name, verb, nil]
+        // Array's closure methods rethrow untyped errors, so the typed call is caught inside.
+        let ran = argv.withUnsafeBufferPointer { buffer -> Result<pid_t, StoreError> in
+            guard let base = buffer.baseAddress else { return .failure(failure("argv", EINVAL)) }
+            do throws(StoreError) {
+                return .success(try body(base))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try ran.get()
     }
 
     /// The child's stdout up to EOF; `nil` when it is longer than a report can be.

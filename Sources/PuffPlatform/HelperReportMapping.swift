@@ -125,3 +125,23 @@ extension HelperReport {
         }
     }
 }
+
+extension Authenticator.CountedFailure {
+    /// The fields of a failure as `puff-check service-verify` sends it back and
+    /// `service-take-back` receives it: the counter before and after, and where it was counted.
+    public var serviceFields: [[UInt8]] {
+        [before.encoded(), after.encoded(), Array((countedInDirectory ? "directory" : "local").utf8)]
+    }
+
+    /// The failure of `user` in `fields` (`serviceFields`); `nil` when they do not parse.
+    public init?(user: UserName, serviceFields fields: some Collection<[UInt8]>) {
+        guard fields.count == 3 else { return nil }
+        let values = Array(fields)
+        guard let before = try? Tally.decode(values[0]), let after = try? Tally.decode(values[1]) else { return nil }
+        switch String(decoding: values[2], as: UTF8.self) {
+        case "directory": self.init(user: user, before: before, after: after, countedInDirectory: true)
+        case "local": self.init(user: user, before: before, after: after, countedInDirectory: false)
+        default: return nil
+        }
+    }
+}

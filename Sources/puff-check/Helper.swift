@@ -16,6 +16,7 @@ enum Helper {
     static let maximumSecretLength = 64 * 1024
 
     static func run(_ operation: HelperOperation) -> Int32 {
+        if operation.isService { return Service.run(operation) }
         let uid = getuid()
         do {
             try Sodium.initialize()
@@ -38,6 +39,8 @@ enum Helper {
                 return try Enrollment.run(operation, authenticator, subject, account)
             case .remove:
                 return try Enrollment.remove(authenticator, subject, account)
+            case .serviceQuery, .serviceVerify, .serviceTakeBack:
+                return HelperExit.usage  // Service.run, above
             }
         } catch {
             HelperLog.write(LOG_ERR, "uid \(uid): \(error); failing closed")
@@ -86,7 +89,12 @@ enum Helper {
 
     /// Writes the report to standard output.
     static func write(_ report: HelperReport) -> Bool {
-        report.encoded().withUnsafeBytes { buffer -> Bool in
+        write(report.encoded())
+    }
+
+    /// Writes `bytes` to standard output.
+    static func write(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { buffer -> Bool in
             var done = 0
             while done < buffer.count, let base = buffer.baseAddress {
                 let wrote = Glibc.write(1, base + done, buffer.count - done)
@@ -99,7 +107,7 @@ enum Helper {
     }
 
     /// Standard input into wiped memory: non-empty and at most `maximumSecretLength` bytes.
-    private static func readSecret() throws(StoreError) -> SecureBytes? {
+    static func readSecret() throws(StoreError) -> SecureBytes? {
         var buffer = try SecureBytes(count: maximumSecretLength + 1)
         let length: Int
         do {

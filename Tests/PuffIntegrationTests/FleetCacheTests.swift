@@ -100,7 +100,8 @@ struct FleetCacheTests {
         let host2Status = try run(Artefacts.enroll, ["status", "--user", user] + host2.storeArguments)
         #expect(host2Status.status != 0 && host2Status.errors.contains("no cached copy"), "\(host2Status.errors)")
         // The offline failures are in the log, named as such.
-        let lines = capture.drain().filter { $0.contains("pam_puff") && $0.contains("user \(user)") }
+        // Fleet mode's store work, and its log lines, are the helper's (service calls).
+        let lines = capture.drain().filter { $0.contains("puff-check[") && $0.contains("user \(user)") }
         #expect(lines.filter { $0.contains("authentication failure (") && $0.contains("offline: the directory is unreachable") }.count == 3,
                 "\(lines)")
 

@@ -90,7 +90,8 @@ struct FleetTests {
         #expect(try directory.failures(user) == 10)
         // Each attempt saw the count its own increment produced: 1...10, once each.
         // Only this user's lines: other fleet suites log through the same /dev/log meanwhile.
-        let lines = capture.drain().filter { $0.contains("pam_puff") && $0.contains("user \(user)") && $0.contains("fleet failure") }
+        // Fleet mode's store work, and its log lines, are the helper's (service calls).
+        let lines = capture.drain().filter { $0.contains("puff-check[") && $0.contains("user \(user)") && $0.contains("fleet failure") }
         var counts: [Int] = []
         var hosts = Set<String>()
         for line in lines {
@@ -258,7 +259,8 @@ struct FleetTests {
                             + "ldap_library = \(path)\n", mode: 0o600)
             _ = capture.drain()
             #expect(try host1.authenticate(user, replies: ["135790"]).status == PAMCode.authInfoUnavailable, "\(path)")
-            let lines = capture.drain().filter { $0.contains("pam_puff") && $0.contains("the LDAP client library \(path) cannot be loaded: ") }
+            // Fleet mode's store work, and its log lines, are the helper's (service calls).
+            let lines = capture.drain().filter { $0.contains("puff-check[") && $0.contains("the LDAP client library \(path) cannot be loaded: ") }
             #expect(lines.contains { $0.contains(reason) }, "\(path): \(lines)")
         }
         #expect(try directory.failures(user) == 0)

@@ -14,7 +14,8 @@ struct PasswordFallbackTests {
     static func shippedStack(_ fixture: Fixture) throws -> String {
         let shipped = try String(contentsOf: Artefacts.repository.appendingPathComponent("pam.d/puff-else-password"),
                                  encoding: .utf8)
-        let module = "\(Artefacts.module) dir=\(fixture.etc) state_dir=\(fixture.state) conf=\(fixture.conf) nodelay"
+        let module = "\(Artefacts.module) dir=\(fixture.etc) state_dir=\(fixture.state) conf=\(fixture.conf) nodelay "
+            + "helper=\(Artefacts.helper)"
         let lines = shipped.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }
         #expect(lines.count == 5, "the shipped stack changed: \(lines)")
         return lines.map { $0.replacingOccurrences(of: "pam_puff.so", with: module) + "\n" }.joined()

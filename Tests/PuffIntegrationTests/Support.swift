@@ -29,6 +29,10 @@ enum Artefacts {
     }
     static var harness: String { binaries + "/puff-pam-harness" }
     static var enroll: String { binaries + "/puff-enroll" }
+    /// The helper as `make helper` builds it (`make test` exports PUFF_HELPER).
+    static var helper: String {
+        ProcessInfo.processInfo.environment["PUFF_HELPER"] ?? repository.appendingPathComponent("build/puff-check").path
+    }
 }
 
 /// What a discreet service (a root-run one whose caller is not the user: sshd, login, su to
@@ -73,7 +77,9 @@ final class Fixture {
 
     /// Writes the `puff-test` service file with the module by absolute path.
     func service(_ extra: String, name: String = "puff-test", control: String = "required") throws {
-        let line = "auth \(control) \(Artefacts.module) dir=\(etc) state_dir=\(state) conf=\(conf) nodelay \(extra)\n"
+        // helper=: fleet mode runs in the helper's service calls.
+        let line = "auth \(control) \(Artefacts.module) dir=\(etc) state_dir=\(state) conf=\(conf) nodelay "
+            + "helper=\(Artefacts.helper) \(extra)\n"
             + "account required \(Artefacts.module)\n"
         try write(pamDirectory + "/" + name, line, mode: 0o644)
     }

@@ -10,9 +10,7 @@ import Testing
 /// the test user can reach, with the helper made setuid root.
 @Suite(.serialized)
 struct UnprivilegedTests {
-    static var helperBinary: String {
-        ProcessInfo.processInfo.environment["PUFF_HELPER"] ?? Artefacts.repository.appendingPathComponent("build/puff-check").path
-    }
+    static var helperBinary: String { Artefacts.helper }
 
     /// A store mounted at the fixed paths and the programs an ordinary user can run.
     final class Stage {

@@ -1,0 +1,111 @@
+import CPAM
+import Glibc
+import PuffCore
+import PuffPlatform
+
+/// The `service-*` operations: the store work of the module as root in fleet mode, for a named
+/// user under the module's arguments. The module runs the files store in its own process and
+/// hands fleet mode here, so the directory client (and libldap) is never loaded into sshd, su
+/// or login. Only a caller whose real uid is root is served: it chose the user and the
+/// arguments, which could lower the lockout, as it could edit puff.conf. (The module starts
+/// the helper with real uid root when only its effective uid is: su or sudo run by a user.)
+enum Service {
+    /// The request's bounds: the module's (ModuleContext's limits) and a counter file's.
+    static let maximumUserName = 4096
+    static let maximumArguments = 64
+    static let maximumArgument = 4096
+    static let maximumCounter = 512
+
+    /// The request's public part: the user and the module's arguments.
+    struct Request {
+        var user: String
+        var arguments: [String]
+    }
+
+    static func run(_ operation: HelperOperation) -> Int32 {
+        let uid = getuid()
+        guard uid == 0 else {
+            HelperLog.write(LOG_NOTICE, "uid \(uid): \(operation.rawValue) refused: it serves callers whose real uid is root only")
+            return HelperExit.usage
+        }
+        guard let request = try? readRequest() else {
+            HelperLog.write(LOG_NOTICE, "\(operation.rawValue): malformed request; nothing counted")
+            return HelperExit.usage
+        }
+        let user = LogText.escape(request.user)
+        func malformed() -> Int32 {
+            HelperLog.write(LOG_NOTICE, "user \(user): \(operation.rawValue): malformed request; nothing counted")
+            return HelperExit.usage
+        }
+        do {
+            try Sodium.initialize()
+            let session = StoreSession()
+            let options = try Configuration.load(arguments: request.arguments, session: session).options
+            let authenticator = Authenticator(options: options, session: session)
+            switch operation {
+            case .serviceQuery:
+                guard (try? FrameReader.end()) != nil else { return malformed() }
+                let subject = try authenticator.subject(for: request.user)
+                return Helper.write(HelperReport(subject.state)) ? HelperExit.success : HelperExit.failure
+            case .serviceVerify:
+                guard let secret = try? FrameReader.secret(limit: Helper.maximumSecretLength),
+                      (try? FrameReader.end()) != nil else { return malformed() }
+                return try verify(secret, authenticator, request, user: user)
+            case .serviceTakeBack:
+                guard let name = UserName(request.user), let fields = try? readFailure(),
+                      let failure = Authenticator.CountedFailure(user: name, serviceFields: fields) else { return malformed() }
+                let taken = try authenticator.takeBack(failure)
+                if taken {
+                    HelperLog.write(LOG_INFO, "user \(user): the system password was typed at Puff's prompt; Puff's failure taken back")
+                }
+                return taken ? HelperExit.success : HelperExit.refused
+            case .query, .verify, .enrollPasscode, .enrollGesture, .remove:
+                return HelperExit.usage
+            }
+        } catch {
+            HelperLog.write(LOG_ERR, "user \(user): \(operation.rawValue): \(error); failing closed")
+            return HelperExit.failure
+        }
+    }
+
+    /// One attempt; the answer is the report, then the failure it counted, if any (for the
+    /// module's `authsucc` line and its failure history).
+    private static func verify(_ secret: borrowing SecureBytes, _ authenticator: Authenticator, _ request: Request,
+                               user: String) throws(StoreError) -> Int32 {
+        let subject = try authenticator.subject(for: request.user)
+        let before = subject.state
+        var counted: Authenticator.CountedFailure?
+        let outcome = try authenticator.attempt(secret, for: subject, counted: &counted)
+        if case .failure(let failures, _, let detail) = outcome {
+            HelperLog.write(LOG_NOTICE, "user \(user): authentication failure (\(failures) in a row)"
+                            + (detail.isEmpty ? "" : "; " + detail))
+        }
+        let report = HelperReport(outcome, before: before)
+        let answer = FrameText.encode([report.encoded()] + (counted?.serviceFields ?? []))
+        guard Helper.write(answer) else { return HelperExit.failure }
+        return report.exitStatus
+    }
+
+    /// The user and the module's arguments from standard input.
+    private static func readRequest() throws(FrameReader.Malformed) -> Request {
+        guard let user = String(validating: try FrameReader.bytes(limit: maximumUserName), as: UTF8.self),
+              let count = Int(String(decoding: try FrameReader.bytes(limit: 2), as: UTF8.self)),
+              count >= 0, count <= maximumArguments else { throw FrameReader.Malformed() }
+        var arguments: [String] = []
+        for _ in 0..<count {
+            guard let argument = String(validating: try FrameReader.bytes(limit: maximumArgument), as: UTF8.self) else {
+                throw FrameReader.Malformed()
+            }
+            arguments.append(argument)
+        }
+        return Request(user: user, arguments: arguments)
+    }
+
+    /// A counted failure's fields (`CountedFailure.serviceFields`), then the end of the request.
+    private static func readFailure() throws(FrameReader.Malformed) -> [[UInt8]] {
+        let fields = [try FrameReader.bytes(limit: maximumCounter), try FrameReader.bytes(limit: maximumCounter),
+                      try FrameReader.bytes(limit: 16)]
+        try FrameReader.end()
+        return fields
+    }
+}
