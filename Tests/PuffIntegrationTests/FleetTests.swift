@@ -79,6 +79,32 @@ struct FleetTests {
         #expect(try directory.failures(user) == 0)
     }
 
+    /// The module holds no directory client: as root in fleet mode it hands the login to the
+    /// helper's service calls. su or sudo run by a user (real uid the user's, effective uid
+    /// root) works too: the module starts the helper with real uid root, which the service
+    /// calls require.
+    @Test func theModuleHandsFleetLoginsToTheHelperAlsoUnderSuRunByAUser() throws {
+        // The directory's attribute names are in the helper's code, not in the module's.
+        let module = try Data(contentsOf: URL(fileURLWithPath: Artefacts.module))
+        let helper = try Data(contentsOf: URL(fileURLWithPath: Artefacts.helper))
+        for name in ["puffFailures", "puffLastFailureHost"] {
+            #expect(module.range(of: Data(name.utf8)) == nil, "\(name) is in the module")
+            #expect(helper.range(of: Data(name.utf8)) != nil, "\(name) is not in the helper")
+        }
+        let fleet = try Fleet(user: "puff-it-fleet-su")
+        let (directory, host1, user) = (fleet.directory, fleet.host1, fleet.user)
+        let right = try host1.authenticate(user, replies: ["135790"], bySelf: true)
+        #expect(right.status == PAMCode.success, "\(right.output)")
+        let wrong = try host1.authenticate(user, replies: ["000000"], bySelf: true)
+        #expect(wrong.status == PAMCode.authError)
+        #expect(wrong.output.contains("ERROR Puff: wrong passcode."), "\(wrong.output)")
+        #expect(try directory.failures(user) == 1)
+        #expect(try directory.values(user, "puffLastFailureHost") == ["host1"])
+        // The right passcode clears it, through the same path.
+        #expect(try host1.authenticate(user, replies: ["135790"], bySelf: true).status == PAMCode.success)
+        #expect(try directory.failures(user) == 0)
+    }
+
     @Test func parallelFailuresOnTwoHostsAreAllCountedAndLockBoth() throws {
         let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
         let fleet = try Fleet(user: "puff-it-fleet-b", extra: "deny = 10\n")

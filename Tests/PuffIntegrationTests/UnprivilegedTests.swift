@@ -163,6 +163,44 @@ struct UnprivilegedTests {
         #expect(try stage.fixture.failures(bob) == 0)
     }
 
+    /// The service calls (the module as root in fleet mode) name a user and carry module
+    /// arguments, so they serve a caller whose real uid is root only: an ordinary user who runs
+    /// the setuid helper with them, naming another user and an argument that would lift the
+    /// lockout, is refused before anything is read or counted.
+    @Test func theServiceCallsServeOnlyARootCaller() throws {
+        let alice = try TestUsers.ensure("puff-it-alice")
+        let bob = try TestUsers.ensure("puff-it-bob")
+        let stage = try Stage()
+        try stage.fixture.enroll(bob, "604917")
+        /// Fields as the helper reads them: each its length line, then its bytes.
+        func request(_ fields: [String]) -> String { fields.map { "\($0.utf8.count)\n\($0)" }.joined() }
+        for (operation, fields) in [("service-query", [bob, "1", "deny=0"]),
+                                    ("service-verify", [bob, "1", "deny=0", "000000"]),
+                                    ("service-take-back", [bob, "1", "deny=0", "x", "y", "local"])] {
+            let refused = try stage.runAs(alice, [stage.helper, operation], input: request(fields))
+            #expect(refused.status == 2 && refused.output.isEmpty, "\(operation): \(refused.status) \(refused.output)")
+        }
+        #expect(try stage.fixture.failures(bob) == 0)
+        // Root (the module's case) is served, with the module's arguments.
+        let store = ["3", "dir=\(stage.fixture.etc)", "state_dir=\(stage.fixture.state)", "conf=\(stage.fixture.conf)"]
+        let query = try run(stage.helper, ["service-query"], input: request([bob] + store))
+        #expect(query.status == 0 && query.output.hasPrefix("puff-check 1\noutcome state\n"), "\(query.output)")
+        let verify = try run(stage.helper, ["service-verify"], input: request([bob] + store + ["000000"]))
+        #expect(verify.status == 1, "\(verify.output)")
+        // The answer: the report, then the counted failure (before, after, where), framed.
+        #expect(verify.output.range(of: #"^\d+\npuff-check 1\noutcome failure\n"#, options: .regularExpression) != nil,
+                "\(verify.output)")
+        #expect(verify.output.hasSuffix("5\nlocal"), "\(verify.output)")
+        #expect(!verify.output.contains("000000"))
+        #expect(try stage.fixture.failures(bob) == 1)
+        // A malformed request is refused unread and counts nothing.
+        for fields in [[bob, "x"], [bob, "4"] + store, [bob] + store + ["000000", "extra"], [""] + store] {
+            let malformed = try run(stage.helper, ["service-verify"], input: request(fields))
+            #expect(malformed.status == 2, "\(fields): \(malformed.status)")
+        }
+        #expect(try stage.fixture.failures(bob) == 1)
+    }
+
     @Test func theHelperTrustsNothingFromItsCaller() throws {
         let alice = try TestUsers.ensure("puff-it-alice")
         let stage = try Stage()
