@@ -4,7 +4,7 @@
 #      exported symbols, dlopen(RTLD_NOW) time and the resident / private dirty / proportional
 #      memory the load adds (build/puff-loadprobe, medians over LOADS fresh processes), for
 #      pam_puff next to pam_unix, pam_faillock and pam_permit, and fleet mode's puff-ldap.so
-#      (loaded only with backend = ldap);
+#      (loaded only with backend = ldap, and only by the helper);
 #   2. whole-process pamtester runs: pam_permit and pam_puff at argon2id's minimum cost in
 #      pairs (one of each, alternating, RUNS pairs), then pam_puff at the default cost,
 #      pam_unix with the system's yescrypt, and pam_faillock in front of pam_unix;
@@ -75,9 +75,10 @@ load_row pam_puff "$(strip_copy "$MODULE" pam_puff.so)"
 if [ -n "${BENCH_BASELINE_MODULE:-}" ]; then
   load_row pam_puff-baseline "$(strip_copy "$BENCH_BASELINE_MODULE" pam_puff-baseline.so)"
 fi
-# Fleet mode's LDAP client, which the module loads only with backend = ldap (with libldap,
-# SASL, GnuTLS...): what such a host pays on top, once per process.
-load_row "puff-ldap (fleet only)" "$(strip_copy "$PWD/build/puff-ldap.so" puff-ldap.so)"
+# Fleet mode's LDAP client (with libldap, SASL, GnuTLS...), which only the helper loads, with
+# backend = ldap: what each of its fleet runs pays on top. The module hands fleet mode to the
+# helper, so no PAM host maps it.
+load_row "puff-ldap (helper, fleet)" "$(strip_copy "$PWD/build/puff-ldap.so" puff-ldap.so)"
 load_row pam_unix "$SECURITY/pam_unix.so"
 load_row pam_faillock "$SECURITY/pam_faillock.so"
 load_row pam_permit "$SECURITY/pam_permit.so"
