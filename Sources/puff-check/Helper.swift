@@ -107,7 +107,7 @@ enum Helper {
     }
 
     /// Standard input into wiped memory: non-empty and at most `maximumSecretLength` bytes.
-    static func readSecret() throws(StoreError) -> SecureBytes? {
+    private static func readSecret() throws(StoreError) -> SecureBytes? {
         var buffer = try SecureBytes(count: maximumSecretLength + 1)
         let length: Int
         do {
