@@ -48,16 +48,10 @@ public struct FailureHistory {
     /// lines), never a count.
     @inline(never)
     public func record(_ entry: Entry, for name: UserName) throws(StoreError) {
-        let path = stateDirectory + "/" + Self.directoryName
-        let history: StoreSession.Directory
-        if let open = session.held(path) {
-            history = open
-        } else {
-            guard let state = try session.directory(stateDirectory) else {
-                throw .system("open", path: stateDirectory, .noEntry)
-            }
-            history = session.hold(try state.trusted.subdirectory(Self.directoryName, create: true, mode: 0o700))
+        guard let state = try session.directory(stateDirectory) else {
+            throw .system("open", path: stateDirectory, .noEntry)
         }
+        let history = try session.subdirectory(Self.directoryName, of: state, creatingWith: 0o700)
         try withLock(history.trusted) { () throws(StoreError) in
             var lines = Self.lines(try history.trusted.readFile(name.value, .rootPrivate(maximumSize: Self.maximumSize)) ?? [])
             lines.append(Self.line(entry))

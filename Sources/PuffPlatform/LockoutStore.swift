@@ -150,10 +150,7 @@ public struct LockoutStore {
 
     /// The state directory, created when missing.
     private func openState() throws(StoreError) -> StoreSession.Directory {
-        if let open = session.held(directory) { return open }
-        let made = directory.withCString { mkdir($0, 0o700) }
-        if made != 0 && errno != EEXIST { throw .system("mkdir", path: directory, Errno.current) }
-        return session.hold(try TrustedDirectory(directory))
+        try session.directory(directory, creatingWith: 0o700)
     }
 
     private func lock(_ file: borrowing FileDescriptor, exclusive: Bool, path: String) throws(StoreError) {

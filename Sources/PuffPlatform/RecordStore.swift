@@ -190,18 +190,12 @@ public struct RecordStore {
 
     /// The store directory, created when missing.
     private func openRoot() throws(StoreError) -> StoreSession.Directory {
-        if let open = session.held(directory) { return open }
         // 0755 so helpers can reach pictures/; host.key (0600) and users/ (0700) stay private.
-        let made = directory.withCString { mkdir($0, 0o755) }
-        if made != 0 && errno != EEXIST { throw .system("mkdir", path: directory, Errno.current) }
-        let root = try TrustedDirectory(directory)
-        if made == 0 { try root.setMode(0o755) }
-        return session.hold(root)
+        try session.directory(directory, creatingWith: 0o755)
     }
 
     /// `users` or `pictures`, created (with the store) when missing.
     private func openSubdirectory(_ name: String, mode: mode_t = 0o700) throws(StoreError) -> StoreSession.Directory {
-        if let open = session.held(directory + "/" + name) { return open }
-        return session.hold(try openRoot().trusted.subdirectory(name, create: true, mode: mode))
+        try session.subdirectory(name, of: try openRoot(), creatingWith: mode)
     }
 }

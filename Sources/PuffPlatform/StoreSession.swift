@@ -1,3 +1,4 @@
+import Glibc
 import PuffCore
 
 /// What one login (or one helper run, or one command) holds open of the store, the state
@@ -67,6 +68,23 @@ public final class StoreSession {
             if TrustedDirectory.isMissing(error) { return nil }
             throw error
         }
+    }
+
+    /// The directory at `path`, made with `mode` (set exactly, whatever the umask) when it is
+    /// missing, then held: the roots of the store and of the state directory.
+    public func directory(_ path: String, creatingWith mode: mode_t) throws(StoreError) -> Directory {
+        if let open = held(path) { return open }
+        let made = path.withCString { mkdir($0, mode) }
+        if made != 0 && errno != EEXIST { throw .system("mkdir", path: path, Errno.current) }
+        let open = hold(try TrustedDirectory(path))
+        if made == 0 { try open.trusted.setMode(mode) }
+        return open
+    }
+
+    /// `name` in the held directory `parent`, made with `mode` when it is missing, then held.
+    public func subdirectory(_ name: String, of parent: Directory, creatingWith mode: mode_t) throws(StoreError) -> Directory {
+        if let open = held(parent.path + "/" + name) { return open }
+        return hold(try parent.trusted.subdirectory(name, create: true, mode: mode))
     }
 
     /// The directory holding the file at absolute `path`, and the file's name; `nil` when that

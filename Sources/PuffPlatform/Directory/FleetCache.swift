@@ -10,6 +10,9 @@ import PuffCore
 struct FleetCache {
     /// The state directory (`state_dir`).
     let stateDirectory: String
+    /// What the login (or helper run, or command) holds open: the cache directory is opened
+    /// once, through the state directory's descriptor when that is held.
+    let session: StoreSession
 
     static let directoryName = "fleet-cache"
 
@@ -18,14 +21,8 @@ struct FleetCache {
 
     /// `name`'s entry, or `nil` when there is none. The record inside must name `account`.
     func read(_ account: Account) throws(StoreError) -> FleetCacheEntry? {
-        let cache: TrustedDirectory
-        do {
-            cache = try TrustedDirectory(stateDirectory + "/" + Self.directoryName)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return nil }
-            throw error
-        }
-        guard let bytes = try cache.readFile(account.name.value, .rootPrivate(maximumSize: FleetCacheEntry.maximumEncodedSize))
+        guard let cache = try session.directory(stateDirectory + "/" + Self.directoryName) else { return nil }
+        guard let bytes = try cache.trusted.readFile(account.name.value, .rootPrivate(maximumSize: FleetCacheEntry.maximumEncodedSize))
         else { return nil }
         let entry: FleetCacheEntry
         do {
@@ -42,22 +39,15 @@ struct FleetCache {
     /// Replaces `name`'s entry (the state directory and the cache directory are created root
     /// 0700 when missing).
     func write(_ entry: FleetCacheEntry, for name: UserName) throws(StoreError) {
-        let made = stateDirectory.withCString { mkdir($0, 0o700) }
-        if made != 0 && errno != EEXIST { throw .system("mkdir", path: stateDirectory, Errno.current) }
-        let state = try TrustedDirectory(stateDirectory)
-        try state.subdirectory(Self.directoryName, create: true).replaceFile(name.value, with: entry.encoded())
+        let state = try session.directory(stateDirectory, creatingWith: 0o700)
+        try session.subdirectory(Self.directoryName, of: state, creatingWith: 0o700).trusted
+            .replaceFile(name.value, with: entry.encoded())
     }
 
     /// Removes `name`'s entry; `false` when there was none.
     @discardableResult
     func remove(_ name: UserName) throws(StoreError) -> Bool {
-        let cache: TrustedDirectory
-        do {
-            cache = try TrustedDirectory(stateDirectory + "/" + Self.directoryName)
-        } catch {
-            if TrustedDirectory.isMissing(error) { return false }
-            throw error
-        }
-        return try cache.removeFile(name.value)
+        guard let cache = try session.directory(stateDirectory + "/" + Self.directoryName) else { return false }
+        return try cache.trusted.removeFile(name.value)
     }
 }

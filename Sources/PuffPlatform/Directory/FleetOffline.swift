@@ -9,7 +9,7 @@ import PuffCore
 /// locked, refused) is never second-guessed by the cache.
 extension Authenticator {
     /// The offline cache.
-    var fleetCache: FleetCache { FleetCache(stateDirectory: options.stateDirectory) }
+    var fleetCache: FleetCache { FleetCache(stateDirectory: options.stateDirectory, session: session) }
 
     /// Whether `ldap_cache_ttl` is set.
     var fleetCacheEnabled: Bool { options.directory.cacheTTL > 0 }
