@@ -5,6 +5,8 @@
 // environment at all, so it keeps none; main() clears it again and trusts nothing else of
 // its caller either (Hardening.swift).
 #include <stddef.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include "CHelperStart.h"
 
 static int dropped = -1;
@@ -17,6 +19,11 @@ static void puff_helper_drop_environment(int argc, char **argv, char **envp) {
     // Emptied in place: glibc's __libc_start_main, which runs after .preinit_array, points
     // environ at this same array again (&argv[argc + 1]), so a new pointer would not last.
     if (envp != NULL) envp[0] = NULL;
+    // No core dump or ptrace by the caller, even where the exec made no credential change (a
+    // root caller: the module in fleet mode); and not the caller's working directory, where a
+    // library could find a per-directory file (libldap's ./ldaprc). Either failing stops the
+    // helper in main().
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || chdir("/") != 0) return;
     dropped = count;
 }
 

@@ -167,10 +167,13 @@ int puff_ldap_open(const char *uri, const char *ca_file, int start_tls, int netw
     int hard = LDAP_OPT_X_TLS_HARD;
     int tls12 = LDAP_OPT_X_TLS_PROTOCOL_TLS1_2;
     int zero = 0;
+    int never = LDAP_DEREF_NEVER;
     struct timeval network = interval(network_timeout_ms);
     struct timeval operation = interval(operation_timeout_ms);
     if ((code = ldap_set_option(ld, LDAP_OPT_PROTOCOL_VERSION, &version)) != LDAP_OPT_SUCCESS
         || (code = ldap_set_option(ld, LDAP_OPT_REFERRALS, LDAP_OPT_OFF)) != LDAP_OPT_SUCCESS
+        /* Set, not left to an ldap.conf or ldaprc. */
+        || (code = ldap_set_option(ld, LDAP_OPT_DEREF, &never)) != LDAP_OPT_SUCCESS
         || (code = ldap_set_option(ld, LDAP_OPT_RESTART, LDAP_OPT_ON)) != LDAP_OPT_SUCCESS
         || (code = ldap_set_option(ld, LDAP_OPT_NETWORK_TIMEOUT, &network)) != LDAP_OPT_SUCCESS
         || (code = ldap_set_option(ld, LDAP_OPT_TIMEOUT, &operation)) != LDAP_OPT_SUCCESS

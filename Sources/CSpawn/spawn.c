@@ -32,11 +32,15 @@ pid_t puff_spawn_as_root(const char *path, char *const argv[], int input, int ou
         input = above_standard(input);
         output = above_standard(output);
         int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null >= 0) null = above_standard(null);
         if (input < 0 || output < 0 || null < 0) _exit(127);
         if (dup2(input, 0) != 0 || dup2(output, 1) != 1 || dup2(null, 2) != 2) _exit(127);
-        /* The raw call: glibc's setresuid would try to reach the parent's other threads, which the
-         * child does not have. */
-        if (syscall(SYS_setresuid, 0, 0, 0) != 0) _exit(127);
+        /* Root's groups and ids, by raw calls: glibc's wrappers would try to reach the parent's
+         * other threads, which the child does not have. */
+        if (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, 0, 0, 0) != 0
+            || syscall(SYS_setresuid, 0, 0, 0) != 0) _exit(127);
+        /* Not su's working directory, which its user chose (libldap reads ./ldaprc). */
+        if (chdir("/") != 0) _exit(127);
         sigset_t none;
         sigemptyset(&none);
         if (sigprocmask(SIG_SETMASK, &none, NULL) != 0) _exit(127);

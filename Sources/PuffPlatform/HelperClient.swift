@@ -24,9 +24,11 @@ public struct HelperClient: Sendable {
             self.arguments = arguments
         }
 
-        /// The request's fields: the user, the number of arguments, the arguments.
+        /// The request's fields: the user, the number of arguments, the arguments (an empty
+        /// argument sets nothing and a frame is never empty, so it is left out).
         var fields: [[UInt8]] {
-            [Array(user.utf8), Array(String(arguments.count).utf8)] + arguments.map { Array($0.utf8) }
+            let given = arguments.filter { !$0.isEmpty }
+            return [Array(user.utf8), Array(String(given.count).utf8)] + given.map { Array($0.utf8) }
         }
     }
 
@@ -66,14 +68,17 @@ public struct HelperClient: Sendable {
                                                   asRoot: true)
             }
         }
+        // A failed helper says so by its status alone.
+        guard status == HelperExit.success || status == HelperExit.refused else {
+            return try HelperReport.outcome(status: status, output: nil, helper: path)
+        }
         // The answer: the report, then the failure it counted, if any.
-        guard let output, let fields = FrameText.decode(output, maximumFields: 4), fields.count == 1 || fields.count == 4 else {
+        guard let output, let fields = FrameText.decode(output, maximumFields: 5), fields.count == 1 || fields.count == 5 else {
             throw .unsafe(path: path, reason: "the helper's answer is malformed")
         }
         let outcome = try HelperReport.outcome(status: status, output: fields[0], helper: path)
-        if fields.count == 4 {
-            guard case .failure = outcome, let user = UserName(service.user),
-                  let failure = Authenticator.CountedFailure(user: user, serviceFields: fields.dropFirst()) else {
+        if fields.count == 5 {
+            guard case .failure = outcome, let failure = Authenticator.CountedFailure(serviceFields: fields.dropFirst()) else {
                 throw .unsafe(path: path, reason: "the helper's counted failure is malformed")
             }
             counted = failure

@@ -27,9 +27,11 @@ public struct HelperProcess: Sendable {
     /// stdin, closes it, and returns the exit status and the standard output (`nil` when
     /// longer than a report can be). A helper killed by a signal, or one this process cannot
     /// wait for, throws. `asRoot` (a service call) starts the helper with real uid root when
-    /// this process's effective uid is root but its real uid is not (su or sudo run by a user).
+    /// this process's effective uid is root but its real uid is not (su or sudo run by a user),
+    /// and only a helper that is root's own (`checkOwnedByRoot`).
     public func run(_ operation: String, input: [UnsafeRawBufferPointer], asRoot: Bool = false)
         throws(StoreError) -> (status: Int32, output: [UInt8]?) {
+        if asRoot { try checkOwnedByRoot() }
         var toChild: [Int32] = [-1, -1]
         var fromChild: [Int32] = [-1, -1]
         // Socket pairs both ways: MSG_NOSIGNAL needs a socket, and Glibc's module does not
@@ -58,6 +60,31 @@ public struct HelperProcess: Sendable {
         let status = try wait(child)
         if let sendError, status == 0 { throw sendError }
         return (status, output)
+    }
+
+    /// Root runs the helper only when it is a regular file owned by root and not writable by
+    /// group or others, in directories walked from `/` like every file Puff trusts (root-owned,
+    /// not writable by others, no symbolic link): then only root could replace it before the
+    /// exec.
+    private func checkOwnedByRoot() throws(StoreError) {
+        guard let (directory, name) = try StoreSession().parent(of: path) else {
+            throw .system("open", path: path, .noEntry)
+        }
+        let file: FileDescriptor
+        do {
+            file = try directory.trusted.descriptor.open(name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)
+        } catch {
+            throw error.rawValue == ELOOP ? .unsafe(path: path, reason: "symlink") : .system("open", path: path, error)
+        }
+        let info: stat
+        do {
+            info = try file.status()
+        } catch {
+            throw .system("fstat", path: path, error)
+        }
+        guard info.st_mode & S_IFMT == S_IFREG, info.st_uid == 0, info.st_mode & 0o022 == 0 else {
+            throw .unsafe(path: path, reason: "the helper must be a regular file owned by root and not writable by group or others")
+        }
     }
 
     private func send(_ bytes: UnsafeRawBufferPointer, to socket: Int32) throws(StoreError) {

@@ -128,19 +128,22 @@ extension HelperReport {
 
 extension Authenticator.CountedFailure {
     /// The fields of a failure as `puff-check service-verify` sends it back and
-    /// `service-take-back` receives it: the counter before and after, and where it was counted.
+    /// `service-take-back` receives it: the account's own name (which the counters are filed
+    /// under, whatever spelling the application gave), the counter before and after, and where
+    /// it was counted.
     public var serviceFields: [[UInt8]] {
-        [before.encoded(), after.encoded(), Array((countedInDirectory ? "directory" : "local").utf8)]
+        [Array(user.value.utf8), before.encoded(), after.encoded(), Array((countedInDirectory ? "directory" : "local").utf8)]
     }
 
-    /// The failure of `user` in `fields` (`serviceFields`); `nil` when they do not parse.
-    public init?(user: UserName, serviceFields fields: some Collection<[UInt8]>) {
-        guard fields.count == 3 else { return nil }
+    /// The failure in `fields` (`serviceFields`); `nil` when they do not parse.
+    public init?(serviceFields fields: some Collection<[UInt8]>) {
+        guard fields.count == 4 else { return nil }
         let values = Array(fields)
-        guard let before = try? Tally.decode(values[0]), let after = try? Tally.decode(values[1]) else { return nil }
-        switch String(decoding: values[2], as: UTF8.self) {
-        case "directory": self.init(user: user, before: before, after: after, countedInDirectory: true)
-        case "local": self.init(user: user, before: before, after: after, countedInDirectory: false)
+        guard let name = String(validating: values[0], as: UTF8.self).flatMap(UserName.init),
+              let before = try? Tally.decode(values[1]), let after = try? Tally.decode(values[2]) else { return nil }
+        switch String(decoding: values[3], as: UTF8.self) {
+        case "directory": self.init(user: name, before: before, after: after, countedInDirectory: true)
+        case "local": self.init(user: name, before: before, after: after, countedInDirectory: false)
         default: return nil
         }
     }

@@ -17,7 +17,8 @@ enum Hardening {
     /// instead, and the least it accepts to run with at all. A small RLIMIT_FSIZE cut the
     /// counter write short (rolling the count back); RLIMIT_AS made argon2id fail on the right
     /// passcode; RLIMIT_CPU could kill it between counting and verifying; a core file of a
-    /// process holding secrets is never wanted. Setuid root may raise a hard limit only with
+    /// process holding secrets is never wanted; a small RLIMIT_NOFILE failed the directory's
+    /// socket, which reads as "unreachable" (fleet mode's offline cache). Setuid root may raise a hard limit only with
     /// CAP_SYS_RESOURCE (some containers drop it): then the soft limit is raised to the hard
     /// one, and a hard limit below the minimum makes the helper refuse to run, before it reads
     /// or counts anything.
@@ -28,6 +29,7 @@ enum Hardening {
         (Int32(RLIMIT_DATA.rawValue), rlim_t.max, 0),
         (Int32(RLIMIT_CORE.rawValue), 0, 0),
         (Int32(RLIMIT_STACK.rawValue), 8 * 1024 * 1024, 1024 * 1024),
+        (Int32(RLIMIT_NOFILE.rawValue), 1024, 64),
     ]
 
     /// Sets the limits above; `false` when one stays below its minimum.

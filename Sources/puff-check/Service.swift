@@ -52,8 +52,9 @@ enum Service {
                       (try? FrameReader.end()) != nil else { return malformed() }
                 return try verify(secret, authenticator, request, user: user)
             case .serviceTakeBack:
-                guard let name = UserName(request.user), let fields = try? readFailure(),
-                      let failure = Authenticator.CountedFailure(user: name, serviceFields: fields) else { return malformed() }
+                guard let fields = try? readFailure(), let failure = Authenticator.CountedFailure(serviceFields: fields) else {
+                    return malformed()
+                }
                 let taken = try authenticator.takeBack(failure)
                 if taken {
                     HelperLog.write(LOG_INFO, "user \(user): the system password was typed at Puff's prompt; Puff's failure taken back")
@@ -103,8 +104,8 @@ enum Service {
 
     /// A counted failure's fields (`CountedFailure.serviceFields`), then the end of the request.
     private static func readFailure() throws(FrameReader.Malformed) -> [[UInt8]] {
-        let fields = [try FrameReader.bytes(limit: maximumCounter), try FrameReader.bytes(limit: maximumCounter),
-                      try FrameReader.bytes(limit: 16)]
+        let fields = [try FrameReader.bytes(limit: maximumUserName), try FrameReader.bytes(limit: maximumCounter),
+                      try FrameReader.bytes(limit: maximumCounter), try FrameReader.bytes(limit: 16)]
         try FrameReader.end()
         return fields
     }

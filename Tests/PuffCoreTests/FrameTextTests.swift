@@ -35,7 +35,7 @@ struct FrameTextTests {
         #expect(FrameText.decode(Array(text.utf8), maximumFields: 8) == nil)
     }
 
-    @Test("a truncated answer never decodes to fewer whole fields")
+    @Test("a truncated answer decodes to fewer whole fields, or not at all")
     func truncated() {
         let text = FrameText.encode([Array("puff-check 1\noutcome failure\n".utf8), Array("before".utf8), Array("after".utf8),
                                      Array("local".utf8)])

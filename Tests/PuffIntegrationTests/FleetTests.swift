@@ -103,6 +103,19 @@ struct FleetTests {
         // The right passcode clears it, through the same path.
         #expect(try host1.authenticate(user, replies: ["135790"], bySelf: true).status == PAMCode.success)
         #expect(try directory.failures(user) == 0)
+
+        // su is run in a directory its user chose; libldap reads ./ldaprc when the real and
+        // effective uids agree, as they do in the helper started as root. The helper works
+        // from /, so such a file cannot make the directory unreachable (here: a source
+        // address the host does not have, for host2's ldaps connection).
+        let trap = directory.root + "/su-cwd"
+        #expect(mkdir(trap, 0o755) == 0)
+        try fleet.host2.write(trap + "/ldaprc", "SOCKET_BIND_ADDRESSES 192.0.2.1\n", mode: 0o644)
+        let owner = try #require(getpwnam(user)).pointee.pw_uid
+        let inTrap = try run("/bin/sh", ["-c", "cd \"$1\" && shift && exec \"$@\"", "sh", trap, Artefacts.harness,
+                                         "--confdir", fleet.host2.pamDirectory, "--service", "puff-test", "--user", user,
+                                         "--reply", "135790", "--caller", String(owner)])
+        #expect(inTrap.status == PAMCode.success, "\(inTrap.output)")
     }
 
     @Test func parallelFailuresOnTwoHostsAreAllCountedAndLockBoth() throws {

@@ -2,7 +2,8 @@
 #define PUFF_HELPER_START_H
 
 /// How many environment variables puff-check dropped before anything else ran (the
-/// Swift runtime included); -1 when its start-up code was not linked in.
+/// Swift runtime included); -1 when its start-up code was not linked in, or could not make the
+/// process undumpable or change to /.
 int puff_helper_dropped_environment(void);
 
 /// pam_start, pam_authenticate and pam_acct_mgmt (both with PAM_DISALLOW_NULL_AUTHTOK), then
