@@ -62,29 +62,14 @@ public struct HelperProcess: Sendable {
         return (status, output)
     }
 
-    /// Root runs the helper only when it is a regular file owned by root and not writable by
-    /// group or others, in directories walked from `/` like every file Puff trusts (root-owned,
-    /// not writable by others, no symbolic link): then only root could replace it before the
-    /// exec.
+    /// Root runs the helper only when it is a regular file owned by root with one link, not
+    /// writable by group or others, in directories walked from `/` like every file Puff trusts
+    /// (root-owned, not writable by others, no symbolic link): then only root could replace it
+    /// before the exec.
     private func checkOwnedByRoot() throws(StoreError) {
-        guard let (directory, name) = try StoreSession().parent(of: path) else {
-            throw .system("open", path: path, .noEntry)
-        }
-        let file: FileDescriptor
-        do {
-            file = try directory.trusted.descriptor.open(name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)
-        } catch {
-            throw error.rawValue == ELOOP ? .unsafe(path: path, reason: "symlink") : .system("open", path: path, error)
-        }
-        let info: stat
-        do {
-            info = try file.status()
-        } catch {
-            throw .system("fstat", path: path, error)
-        }
-        guard info.st_mode & S_IFMT == S_IFREG, info.st_uid == 0, info.st_mode & 0o022 == 0 else {
-            throw .unsafe(path: path, reason: "the helper must be a regular file owned by root and not writable by group or others")
-        }
+        guard let (directory, name) = try StoreSession().parent(of: path) else { throw .system("open", path: path, .noEntry) }
+        let helper = try directory.trusted.openFile(name, .rootWritable(maximumSize: Int.max))
+        guard helper != nil else { throw .system("open", path: path, .noEntry) }
     }
 
     private func send(_ bytes: UnsafeRawBufferPointer, to socket: Int32) throws(StoreError) {

@@ -159,33 +159,11 @@ public struct RecordStore {
     }
 
     private static func readHostKey(in root: borrowing TrustedDirectory) throws(StoreError) -> SecureBytes? {
-        let path = root.path + "/" + hostKeyName
-        let file: FileDescriptor
-        do {
-            file = try root.descriptor.open(hostKeyName, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)
-        } catch {
-            if error == .noEntry { return nil }
-            if error.rawValue == ELOOP { throw .unsafe(path: path, reason: "symlink") }
-            throw .system("open", path: path, error)
+        guard let key = try root.readSecret(hostKeyName, maximumSize: PasscodeHasher.keyLength) else { return nil }
+        guard key.count == PasscodeHasher.keyLength else {
+            throw .unsafe(path: root.path + "/" + hostKeyName, reason: "not a \(PasscodeHasher.keyLength)-byte key")
         }
-        try TrustedDirectory.checkFile(file, path: path, .rootPrivate(maximumSize: PasscodeHasher.keyLength))
-        // Read straight into wiped memory; one extra byte detects a file of the wrong size.
-        var key = try SecureBytes(count: PasscodeHasher.keyLength + 1)
-        let raw = file.rawValue
-        let result: Result<Int, Errno> = key.withMutableBytes { buffer in
-            do throws(Errno) {
-                return .success(try FileDescriptor.read(raw, into: buffer))
-            } catch {
-                return .failure(error)
-            }
-        }
-        guard case .success(let count) = result else {
-            if case .failure(let error) = result { throw .system("read", path: path, error) }
-            throw .system("read", path: path, Errno(EIO))
-        }
-        _ = file.rawValue  // keeps the descriptor open until the read is done
-        guard count == PasscodeHasher.keyLength else { throw .unsafe(path: path, reason: "not a \(PasscodeHasher.keyLength)-byte key") }
-        return try key.prefix(PasscodeHasher.keyLength)
+        return key
     }
 
     /// The store directory, created when missing.

@@ -106,10 +106,10 @@ public struct TrustedDirectory: ~Copyable {
         return false
     }
 
-    /// Opens and reads `name`, returning `nil` only when it does not exist (ENOENT). The file
-    /// must be a regular file owned by root with one link, mode and size within `requirement`.
-    /// `O_NONBLOCK` keeps a FIFO planted in its place from hanging the login.
-    public func readFile(_ name: String, _ requirement: FileRequirement) throws(StoreError) -> [UInt8]? {
+    /// Opens `name` for reading without following a symbolic link and checks it against
+    /// `requirement` (regular, root, one link, mode, size); `nil` only when it does not exist
+    /// (ENOENT). `O_NONBLOCK` keeps a FIFO planted in its place from hanging the login.
+    public func openFile(_ name: String, _ requirement: FileRequirement) throws(StoreError) -> FileDescriptor? {
         let filePath = path + "/" + name
         let file: FileDescriptor
         do {
@@ -120,14 +120,44 @@ public struct TrustedDirectory: ~Copyable {
             throw .system("open", path: filePath, error)
         }
         try Self.checkFile(file, path: filePath, requirement)
+        return file
+    }
+
+    /// Opens and reads `name` (`openFile`), returning `nil` only when it does not exist.
+    public func readFile(_ name: String, _ requirement: FileRequirement) throws(StoreError) -> [UInt8]? {
+        guard let file = try openFile(name, requirement) else { return nil }
         let bytes: [UInt8]?
         do {
             bytes = try file.readAll(limit: requirement.maximumSize)
         } catch {
-            throw .system("read", path: filePath, error)
+            throw .system("read", path: path + "/" + name, error)
         }
-        guard let bytes else { throw .tooLarge(path: filePath) }
+        guard let bytes else { throw .tooLarge(path: path + "/" + name) }
         return bytes
+    }
+
+    /// A root-private secret file (`openFile` with `.rootPrivate`) read straight into wiped
+    /// memory, at most `maximumSize` bytes; `nil` only when it does not exist. One byte more
+    /// than allowed is asked for, so a file that grew after the check is refused.
+    public func readSecret(_ name: String, maximumSize: Int) throws(StoreError) -> SecureBytes? {
+        guard let file = try openFile(name, .rootPrivate(maximumSize: maximumSize)) else { return nil }
+        var buffer = try SecureBytes(count: maximumSize + 1)
+        let raw = file.rawValue
+        let result: Result<Int, Errno> = buffer.withMutableBytes { bytes in
+            do throws(Errno) {
+                return .success(try FileDescriptor.read(raw, into: bytes))
+            } catch {
+                return .failure(error)
+            }
+        }
+        _ = file.rawValue  // keeps the descriptor open until the read is done
+        let total: Int
+        switch result {
+        case .success(let count): total = count
+        case .failure(let error): throw .system("read", path: path + "/" + name, error)
+        }
+        guard total <= maximumSize else { throw .tooLarge(path: path + "/" + name) }
+        return try buffer.prefix(total)
     }
 
     /// Checks an open file against `requirement` (regular, root, one link, mode, size).

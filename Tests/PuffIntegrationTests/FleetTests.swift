@@ -116,6 +116,15 @@ struct FleetTests {
                                          "--confdir", fleet.host2.pamDirectory, "--service", "puff-test", "--user", user,
                                          "--reply", "135790", "--caller", String(owner)])
         #expect(inTrap.status == PAMCode.success, "\(inTrap.output)")
+
+        // Root runs only a helper that root owns: a copy owned by nobody fails the login
+        // closed before anything is counted.
+        let foreign = directory.root + "/foreign-helper"
+        try FileManager.default.copyItem(atPath: Artefacts.helper, toPath: foreign)
+        #expect(chown(foreign, 65534, 65534) == 0 && chmod(foreign, 0o755) == 0)
+        try host1.service("helper=\(foreign)")
+        #expect(try host1.authenticate(user, replies: ["000000"]).status == PAMCode.authInfoUnavailable)
+        #expect(try directory.failures(user) == 0)
     }
 
     @Test func parallelFailuresOnTwoHostsAreAllCountedAndLockBoth() throws {

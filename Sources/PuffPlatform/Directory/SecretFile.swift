@@ -9,33 +9,7 @@ enum SecretFile {
     /// its directory is reached through `session` (walked once per login).
     static func read(_ path: String, maximumSize: Int, session: StoreSession) throws(StoreError) -> SecureBytes? {
         guard let (parent, name) = try session.parent(of: path) else { return nil }
-        let file: FileDescriptor
-        do throws(Errno) {
-            file = try parent.trusted.descriptor.open(name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)
-        } catch {
-            if error == .noEntry { return nil }
-            if error.rawValue == ELOOP { throw .unsafe(path: path, reason: "symlink") }
-            throw .system("open", path: path, error)
-        }
-        try TrustedDirectory.checkFile(file, path: path, .rootPrivate(maximumSize: maximumSize))
-        // One byte more than allowed detects a file that grew after the check.
-        var buffer = try SecureBytes(count: maximumSize + 1)
-        let raw = file.rawValue
-        let result: Result<Int, Errno> = buffer.withMutableBytes { bytes in
-            do throws(Errno) {
-                return .success(try FileDescriptor.read(raw, into: bytes))
-            } catch {
-                return .failure(error)
-            }
-        }
-        let total: Int
-        switch result {
-        case .success(let count): total = count
-        case .failure(let error): throw .system("read", path: path, error)
-        }
-        _ = file.rawValue  // keeps the descriptor open until the reads are done
-        guard total <= maximumSize else { throw .tooLarge(path: path) }
-        return try buffer.prefix(total)
+        return try parent.trusted.readSecret(name, maximumSize: maximumSize)
     }
 
     /// The fleet key: exactly `PasscodeHasher.keyLength` bytes. Missing is an error in fleet
