@@ -7,10 +7,15 @@ public enum FrameText {
     public static func encode(_ fields: [[UInt8]]) -> [UInt8] {
         var text: [UInt8] = []
         for field in fields {
-            text += Array("\(field.count)\n".utf8)
+            text += lengthLine(field.count)
             text += field
         }
         return text
+    }
+
+    /// The line that precedes a field of `count` bytes.
+    public static func lengthLine(_ count: Int) -> [UInt8] {
+        Array("\(count)\n".utf8)
     }
 
     /// The fields of `text`, which must end after the last one; `nil` when it is not such

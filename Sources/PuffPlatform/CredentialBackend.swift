@@ -117,20 +117,19 @@ public final class HelperBackend: CredentialBackend {
     /// The client of `puff-check`.
     public let client: HelperClient
     public let state: CredentialState
-    public let auditUID: UInt32?
 
     /// Asks the helper for the state before the prompt.
     public init(_ client: HelperClient) throws(StoreError) {
         self.client = client
-        let state = try client.query()
-        self.state = state
-        if let service = client.service {
-            auditUID = state.isEnrolled ? ((try? Account.lookup(service.user)) ?? nil)?.uid : nil
-        } else {
-            // The caller's own uid: the helper serves no other account (and may find it
-            // enrolled by the time of the attempt).
-            auditUID = getuid()
-        }
+        self.state = try client.query()
+    }
+
+    /// The caller's own uid (the helper serves no other account, and may find it enrolled by
+    /// the time of the attempt); for a service call, the enrolled user's, looked up only when
+    /// an audit record is written.
+    public var auditUID: UInt32? {
+        guard let service = client.service else { return getuid() }
+        return state.isEnrolled ? ((try? Account.lookup(service.user)) ?? nil)?.uid : nil
     }
 
     /// One attempt; `counted` is set for a service caller only (the helper's own caller has

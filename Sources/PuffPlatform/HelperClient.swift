@@ -42,11 +42,7 @@ public struct HelperClient: Sendable {
 
     /// The state before the prompt.
     public func query() throws(StoreError) -> CredentialState {
-        guard let service else {
-            let (status, output) = try HelperProcess(path: path).run(HelperOperation.query.rawValue, input: [])
-            return try HelperReport.state(status: status, output: output, helper: path)
-        }
-        let (status, output) = try run(.serviceQuery, FrameText.encode(service.fields))
+        let (status, output) = try run(service == nil ? .query : .serviceQuery, fields: service?.fields ?? [])
         return try HelperReport.state(status: status, output: output, helper: path)
     }
 
@@ -57,21 +53,15 @@ public struct HelperClient: Sendable {
         counted = nil
         guard let service else {
             let (status, output) = try secret.withBytes { bytes throws(StoreError) in
-                try HelperProcess(path: path).run(HelperOperation.verify.rawValue, input: [bytes])
+                try HelperProcess(path: path).run(.verify, input: [bytes])
             }
             return try HelperReport.outcome(status: status, output: output, helper: path)
         }
-        let request = FrameText.encode(service.fields) + Array("\(secret.count)\n".utf8)
         let (status, output) = try secret.withBytes { bytes throws(StoreError) in
-            try Self.withBytes(of: request) { head throws(StoreError) in
-                try HelperProcess(path: path).run(HelperOperation.serviceVerify.rawValue, input: [head, bytes],
-                                                  asRoot: true)
-            }
+            try run(.serviceVerify, fields: service.fields, frames: [bytes])
         }
         // A failed helper says so by its status alone.
-        guard status == HelperExit.success || status == HelperExit.refused else {
-            return try HelperReport.outcome(status: status, output: nil, helper: path)
-        }
+        guard status == HelperExit.success || status == HelperExit.refused else { throw HelperReport.failed(status, path) }
         // The answer: the report, then the failure it counted, if any.
         guard let output, let fields = FrameText.decode(output, maximumFields: 5), fields.count == 1 || fields.count == 5 else {
             throw .unsafe(path: path, reason: "the helper's answer is malformed")
@@ -90,18 +80,36 @@ public struct HelperClient: Sendable {
     /// nothing left to take back.
     public func takeBack(_ failure: Authenticator.CountedFailure) throws(StoreError) -> Bool {
         guard let service else { throw .unsafe(path: path, reason: "a take-back is for a service caller") }
-        let (status, _) = try run(.serviceTakeBack, FrameText.encode(service.fields + failure.serviceFields))
+        let (status, _) = try run(.serviceTakeBack, fields: service.fields + failure.serviceFields)
         switch status {
         case HelperExit.success: return true
         case HelperExit.refused: return false
-        default: throw .unsafe(path: path, reason: "the helper failed (status \(status)); see its log")
+        default: throw HelperReport.failed(status, path)
         }
     }
 
-    /// Runs a service call with its public request (no secret).
-    private func run(_ operation: HelperOperation, _ request: [UInt8]) throws(StoreError) -> (status: Int32, output: [UInt8]?) {
-        try Self.withBytes(of: request) { bytes throws(StoreError) in
-            try HelperProcess(path: path).run(operation.rawValue, input: [bytes], asRoot: true)
+    /// Runs `operation` with its request on standard input: the public `fields`, then the
+    /// caller's buffers `frames` (a secret, a picture), each preceded by its length line
+    /// (`FrameText`). The length lines are one buffer with the fields, cut into slices, so no
+    /// frame is copied.
+    private func run(_ operation: HelperOperation, fields: [[UInt8]], frames: [UnsafeRawBufferPointer] = [])
+        throws(StoreError) -> (status: Int32, output: [UInt8]?) {
+        var text = FrameText.encode(fields)
+        let head = text.count
+        var ends: [Int] = []
+        for frame in frames {
+            text += FrameText.lengthLine(frame.count)
+            ends.append(text.count)
+        }
+        return try Self.withBytes(of: text) { buffer throws(StoreError) in
+            var input = [UnsafeRawBufferPointer(rebasing: buffer[..<head])]
+            var start = head
+            for (frame, end) in zip(frames, ends) {
+                input.append(UnsafeRawBufferPointer(rebasing: buffer[start..<end]))
+                input.append(frame)
+                start = end
+            }
+            return try HelperProcess(path: path).run(operation, input: input)
         }
     }
 
@@ -137,23 +145,7 @@ public struct HelperClient: Sendable {
         guard operation.isChange else {
             throw .unsafe(path: path, reason: "\(operation.rawValue) is not a change request")
         }
-        // Each frame is preceded by its length line; the lines are one buffer, cut into slices.
-        var lines: [UInt8] = []
-        var ends: [Int] = []
-        for frame in frames {
-            lines += Array("\(frame.count)\n".utf8)
-            ends.append(lines.count)
-        }
-        let (status, output) = try Self.withBytes(of: lines) { buffer throws(StoreError) in
-            var input: [UnsafeRawBufferPointer] = []
-            var start = 0
-            for (frame, end) in zip(frames, ends) {
-                input.append(UnsafeRawBufferPointer(rebasing: buffer[start..<end]))
-                input.append(frame)
-                start = end
-            }
-            return try HelperProcess(path: path).run(operation.rawValue, input: input)
-        }
+        let (status, output) = try run(operation, fields: [], frames: frames)
         if status == HelperExit.rules { return .rulesBroken }
         let report = try HelperReport.attemptReport(status: status, output: output, helper: path)
         return report.outcome == .success ? .done : .refused(report.outcome)

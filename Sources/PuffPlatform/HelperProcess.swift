@@ -26,12 +26,12 @@ public struct HelperProcess: Sendable {
     /// Runs `puff-check operation`, sends the buffers of `input` one after the other on its
     /// stdin, closes it, and returns the exit status and the standard output (`nil` when
     /// longer than a report can be). A helper killed by a signal, or one this process cannot
-    /// wait for, throws. `asRoot` (a service call) starts the helper with real uid root when
-    /// this process's effective uid is root but its real uid is not (su or sudo run by a user),
-    /// and only a helper that is root's own (`checkOwnedByRoot`).
-    public func run(_ operation: String, input: [UnsafeRawBufferPointer], asRoot: Bool = false)
+    /// wait for, throws. A service call runs only a helper that is root's own
+    /// (`checkOwnedByRoot`), with real uid root when this process's effective uid is root but
+    /// its real uid is not (su or sudo run by a user).
+    public func run(_ operation: HelperOperation, input: [UnsafeRawBufferPointer])
         throws(StoreError) -> (status: Int32, output: [UInt8]?) {
-        if asRoot { try checkOwnedByRoot() }
+        if operation.isService { try checkOwnedByRoot() }
         var toChild: [Int32] = [-1, -1]
         var fromChild: [Int32] = [-1, -1]
         // Socket pairs both ways: MSG_NOSIGNAL needs a socket, and Glibc's module does not
@@ -45,7 +45,8 @@ public struct HelperProcess: Sendable {
         }
         defer { fromChild.forEach { if $0 >= 0 { close($0) } } }
 
-        let child = try spawn(operation, stdin: toChild[1], stdout: fromChild[1], asRoot: asRoot && getuid() != 0)
+        let child = try spawn(operation.rawValue, stdin: toChild[1], stdout: fromChild[1],
+                              asRoot: operation.isService && getuid() != 0)
         close(toChild[1]); toChild[1] = -1
         close(fromChild[1]); fromChild[1] = -1
 

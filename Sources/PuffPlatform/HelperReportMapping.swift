@@ -113,7 +113,8 @@ extension HelperReport {
         return report
     }
 
-    private static func failed(_ status: Int32, _ path: String) -> StoreError {
+    /// A helper that exited with `status` (not 0 or 1): it failed closed and logged why.
+    static func failed(_ status: Int32, _ path: String) -> StoreError {
         .unsafe(path: path, reason: "the helper failed (status \(status)); see its log")
     }
 
