@@ -279,23 +279,18 @@ public enum OptionParser {
 
     /// Seconds from `90`, `90s`, `5m`, `2h` or `1d`; at most 365 days.
     static func duration(_ text: some StringProtocol) -> Int64? {
-        var digits = Substring(text)
-        var unit: Int64 = 1
-        // The unit is one ASCII letter, so its last byte is the whole of it.
-        switch digits.utf8.last {
-        case UInt8(ascii: "s"): unit = 1
-        case UInt8(ascii: "m"): unit = 60
-        case UInt8(ascii: "h"): unit = 3600
-        case UInt8(ascii: "d"): unit = 86400
-        default: unit = 0
+        let text = Substring(text)
+        // The unit is one ASCII letter, so its last byte is the whole of it; none means seconds.
+        let unit: Int64? = switch text.utf8.last {
+        case UInt8(ascii: "s"): 1
+        case UInt8(ascii: "m"): 60
+        case UInt8(ascii: "h"): 3600
+        case UInt8(ascii: "d"): 86400
+        default: nil
         }
-        if unit > 0 {
-            digits = digits.dropLast()
-        } else {
-            unit = 1
-        }
+        let digits = unit == nil ? text : text.dropLast()
         guard let count = integer(digits) else { return nil }
-        let seconds = count.multipliedReportingOverflow(by: unit)
+        let seconds = count.multipliedReportingOverflow(by: unit ?? 1)
         guard !seconds.overflow, seconds.partialValue <= 365 * 86400 else { return nil }
         return seconds.partialValue
     }

@@ -9,12 +9,13 @@ struct ModuleContext {
     let handle: OpaquePointer
     let flags: Int32
 
-    /// Bounds on what libpam hands us; beyond them the input is treated as hostile.
-    static let maximumArguments = 64
-    static let maximumArgumentLength = 4096
-    static let maximumUserNameLength = 4096
+    /// Bounds on what libpam hands us (ModuleLimits, which the helper's service calls share);
+    /// beyond them the input is treated as hostile.
+    static let maximumArguments = ModuleLimits.arguments
+    static let maximumArgumentLength = ModuleLimits.argumentLength
+    static let maximumUserNameLength = ModuleLimits.userNameLength
     /// Longest conversation reply accepted (the gesture wire format's limit).
-    static let maximumReplyLength = 64 * 1024
+    static let maximumReplyLength = ModuleLimits.replyLength
 
     /// Module arguments as strings; `nil` when one is not valid UTF-8 or out of bounds.
     static func arguments(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> [String]? {

@@ -23,7 +23,7 @@ public struct LockoutStore {
     var session: StoreSession { given ?? StoreSession() }
 
     /// The largest counter file accepted (older versions padded theirs to this size).
-    static let fileSize = 512
+    public static let fileSize = 512
 
     /// A store rooted at `directory`.
     public init(directory: String, lockWaitSeconds: Int64, session: StoreSession? = nil) {

@@ -13,7 +13,7 @@ enum HelperLog {
 /// One run of the helper for the caller's real uid.
 enum Helper {
     /// Longest secret read from standard input (the module's reply limit).
-    static let maximumSecretLength = 64 * 1024
+    static let maximumSecretLength = ModuleLimits.replyLength
 
     static func run(_ operation: HelperOperation) -> Int32 {
         if operation.isService { return Service.run(operation) }

@@ -10,11 +10,11 @@ import PuffPlatform
 /// arguments, which could lower the lockout, as it could edit puff.conf. (The module starts
 /// the helper with real uid root when only its effective uid is: su or sudo run by a user.)
 enum Service {
-    /// The request's bounds: the module's (ModuleContext's limits) and a counter file's.
-    static let maximumUserName = 4096
-    static let maximumArguments = 64
-    static let maximumArgument = 4096
-    static let maximumCounter = 512
+    /// The request's bounds: the module's own and a counter file's.
+    static let maximumUserName = ModuleLimits.userNameLength
+    static let maximumArguments = ModuleLimits.arguments
+    static let maximumArgument = ModuleLimits.argumentLength
+    static let maximumCounter = LockoutStore.fileSize
 
     /// The request's public part: the user and the module's arguments.
     struct Request {
@@ -90,7 +90,7 @@ enum Service {
     /// The user and the module's arguments from standard input.
     private static func readRequest() throws(FrameReader.Malformed) -> Request {
         guard let user = String(validating: try FrameReader.bytes(limit: maximumUserName), as: UTF8.self),
-              let count = Int(String(decoding: try FrameReader.bytes(limit: 2), as: UTF8.self)),
+              let count = Int(String(decoding: try FrameReader.bytes(limit: String(maximumArguments).utf8.count), as: UTF8.self)),
               count >= 0, count <= maximumArguments else { throw FrameReader.Malformed() }
         var arguments: [String] = []
         for _ in 0..<count {
