@@ -335,9 +335,7 @@ struct UnprivilegedTests {
         let record = stage.fixture.etc + "/users/" + dave
         let before = try String(contentsOfFile: record, encoding: .utf8)
         for type in ["digits4", "numeric"] {
-            let lowered = try selfEnroll(stage, dave, ["passcode", "--type", type], input: "604917
-5839
-")
+            let lowered = try selfEnroll(stage, dave, ["passcode", "--type", type], input: "604917\n5839\n")
             #expect(lowered.status == 3, "\(type): \(lowered.output) \(lowered.errors)")
             #expect(lowered.errors.contains("fewer than 6 digits"), "\(lowered.errors)")
             #expect(try String(contentsOfFile: record, encoding: .utf8) == before)
