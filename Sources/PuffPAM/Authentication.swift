@@ -110,8 +110,12 @@ extension ModuleContext {
         let preflight = backend.state
         let acceptance = preflight.acceptance
         let damaged = preflight.counterDamaged ? " (the counter file does not parse; puff-enroll reset rewrites it)" : ""
+        // `nullok_prompt` in a discreet service: an account without a record is prompted like
+        // every other, so the first prompt names no one (issue 27, item 4); its reply goes on
+        // to the password module as PAM_AUTHTOK, uncounted.
+        let promptsEveryAccount = discreet && options.nullOKPrompt
         if let reason = preflight.notEnrolledReason {
-            if options.nullOK {
+            if options.nullOK && !promptsEveryAccount {
                 if options.debug { log(LOG_DEBUG, "user \(userForLog): \(reason); ignored (nullok)") }
                 return .ignore
             }
@@ -146,7 +150,7 @@ extension ModuleContext {
             return .denied
         case .tooLong:
             log(LOG_NOTICE, "user \(userForLog): reply longer than \(Self.maximumReplyLength) bytes; not counted")
-            complain(discreet ? Self.discreetRefusal("passcode") : "Puff: wrong passcode.", silent: silent)
+            complain(discreet ? Self.discreetRefusal("passcode") : "Puff: wrong passcode.", silent: silent || promptsEveryAccount)
             return .denied
         case .failed(let code):
             log(LOG_NOTICE, "user \(userForLog): conversation failed (PAM code \(code)); not counted")
@@ -164,8 +168,10 @@ extension ModuleContext {
         }
         /// The message after the reply: the outcome's own, or in a discreet service the one
         /// every account gets for this kind of reply.
+        /// With `nullok_prompt` in a discreet service nothing is said: the password module
+        /// after this line decides, and a refusal message before its success would mislead.
         func tell(_ message: String) {
-            complain(discreet ? Self.discreetRefusal(noun) : message, silent: silent)
+            complain(discreet ? Self.discreetRefusal(noun) : message, silent: silent || promptsEveryAccount)
         }
         switch outcome {
         case .success(let rehashed):
@@ -174,6 +180,11 @@ extension ModuleContext {
         case .notEnrolled:
             if let reason = preflight.notEnrolledReason, options.debug {
                 log(LOG_DEBUG, "user \(userForLog): \(reason)")
+            }
+            if promptsEveryAccount {
+                // Not a Puff failure: the reply is the password module's to check.
+                log(LOG_INFO, "user \(userForLog): no Puff record; the reply is handed on (nullok_prompt), not counted")
+                return .ignore
             }
             logAuthenticationFailure(user: rawName ?? "(invalid)")
             log(LOG_NOTICE, "user \(userForLog): authentication failure")
