@@ -67,11 +67,18 @@ struct PasswordFallbackTests {
             #expect(guess.lines.last == "RESULT 7 Authentication failure")
             #expect(try fixture.failures(user.name) == expected)
         }
-        // Locked now (deny=5): Puff no longer prompts, the password still logs in, and the
+        // Locked now (deny=5). Where the caller is not the user, Puff still asks the common
+        // prompt and says nothing (nullok_prompt); the password typed there logs in, and the
         // password success does not lift Puff's lock.
         let locked = try fixture.authenticate(user.name, replies: [Self.password], service: "puff-fallback")
-        #expect(locked.lines.contains { $0.contains("too many failed attempts") || $0.contains("Too many failed attempts") }, "\(locked.output)")
+        #expect(locked.lines.first == Discreet.prompt, "\(locked.output)")
+        #expect(!locked.lines.contains { $0.hasPrefix("ERROR") || $0.hasPrefix("INFO") }, "\(locked.output)")
         #expect(locked.lines.last == "RESULT 0 Success", "\(locked.output)")
+        // The user's own su or sudo: told about the lock, then pam_unix asks for the password.
+        let own = try fixture.authenticate(user.name, replies: [Self.password], service: "puff-fallback", bySelf: true)
+        #expect(own.lines.contains { $0.contains("too many failed attempts") }, "\(own.output)")
+        #expect(own.lines.filter { $0.hasPrefix("PROMPT") } == ["PROMPT echo-off Password: "], "\(own.output)")
+        #expect(own.lines.last == "RESULT 0 Success", "\(own.output)")
         #expect(try fixture.failures(user.name) == 5)
         #expect(try fixture.status(user.name)["locked"] as? Bool == true)
     }
