@@ -67,7 +67,7 @@ public struct DirectoryConnection: ~Copyable {
                                timeout, &opened)
             }
         }
-        guard code == 0, let handle = opened else { throw error(code, "connect to \(uriList)", handle: nil) }
+        guard code == 0, let handle = opened else { throw error(code, "connect to \(uriList)", handle: nil, settings) }
         let bound: Int32
         switch settings.bind {
         case .external:
@@ -92,7 +92,7 @@ public struct DirectoryConnection: ~Copyable {
             }
         }
         guard bound == 0 else {
-            let failure = error(bound, "bind to \(uriList)", handle: handle)
+            let failure = error(bound, "bind to \(uriList)", handle: handle, settings)
             puff_ldap_close(handle)
             throw failure
         }
@@ -112,7 +112,7 @@ public struct DirectoryConnection: ~Copyable {
             }
         }
         defer { puff_ldap_user_free(&user) }
-        guard code == 0 else { throw Self.error(code, "search uid=\(name) under \(settings.base)", handle: handle) }
+        guard code == 0 else { throw Self.error(code, "search uid=\(name) under \(settings.base)", handle: handle, settings) }
         guard found == 1, let dnPointer = user.dn, let dn = String(validatingCString: dnPointer) else { return nil }
         func bytes(_ pointer: UnsafeMutablePointer<UInt8>?, _ count: Int) -> [UInt8]? {
             guard let pointer else { return nil }
@@ -140,7 +140,7 @@ public struct DirectoryConnection: ~Copyable {
         let code = dn.withCString { dnText in
             host.withCString { puff_ldap_count_failure(handle, dnText, now, $0, timeoutMilliseconds, &count) }
         }
-        guard code == 0 else { throw Self.error(code, "count a failure on \(dn)", handle: handle) }
+        guard code == 0 else { throw Self.error(code, "count a failure on \(dn)", handle: handle, settings) }
         guard let failures = UInt32(exactly: count) else {
             throw .directory("\(dn): puffFailures out of range after the increment")
         }
@@ -187,7 +187,7 @@ public struct DirectoryConnection: ~Copyable {
                 puff_ldap_modify(handle, dnText, buffer.baseAddress, Int32(buffer.count), timeoutMilliseconds)
             }
         }
-        guard code == 0 else { throw Self.error(code, "modify \(dn)", handle: handle) }
+        guard code == 0 else { throw Self.error(code, "modify \(dn)", handle: handle, settings) }
     }
 
     /// Makes libldap available. The module and the helper load it from `ldap_library` on the
@@ -225,7 +225,8 @@ public struct DirectoryConnection: ~Copyable {
     }
 
     /// The LDAP result code `code` of `what`, with the server's diagnostic.
-    private static func error(_ code: Int32, _ what: String, handle: OpaquePointer?) -> StoreError {
+    private static func error(_ code: Int32, _ what: String, handle: OpaquePointer?,
+                              _ settings: DirectorySettings) -> StoreError {
         var text = puff_ldap_error_text(code).flatMap { String(validatingCString: $0) } ?? "unknown error"
         if let handle {
             var buffer = [CChar](repeating: 0, count: 256)
@@ -236,7 +237,31 @@ public struct DirectoryConnection: ~Copyable {
             }
         }
         let message = "\(what): \(text) [LDAP \(code)]"
-        return isUnreachable(code) ? .directoryUnreachable(message) : .directory(message)
+        guard isUnreachable(code) else { return .directory(message) }
+        return confirmedUnreachable(message, settings)
+    }
+
+    /// libldap's "cannot contact" also covers failures of this host that a local user can
+    /// cause (every ephemeral port bound, descriptors or buffers exhausted), and "out of
+    /// reach" opens the offline cache. So it stands only when a probe of its own, connecting
+    /// to every server address again from a fresh socket, finds each refused, silent or
+    /// without a route (issue 27, item 3); a local failure, or a server that accepts the
+    /// connection after all, fails closed and never turns to the cache.
+    private static func confirmedUnreachable(_ message: String, _ settings: DirectorySettings) -> StoreError {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let found = settings.uris.joined(separator: " ").withCString { uris in
+            puff_ldap_probe(uris, Int32(clamping: settings.networkTimeout * 1000), &buffer, buffer.count)
+        }
+        let reason = buffer.withUnsafeBufferPointer { $0.baseAddress.flatMap { String(validatingCString: $0) } } ?? ""
+        switch found {
+        case Int32(PUFF_LDAP_PROBE_REMOTE):
+            return .directoryUnreachable(message)
+        case Int32(PUFF_LDAP_PROBE_REACHABLE):
+            return .directory(message + "; a server accepts connections, so the directory is not out of reach: failing closed")
+        default:
+            return .directory(message + "; a local failure, not an unreachable directory ("
+                              + LogText.escape(reason, limit: 200) + "): failing closed, the offline cache is not used")
+        }
     }
 
     /// Whether libldap's `code` means no server could be reached or kept (LDAP_SERVER_DOWN,
