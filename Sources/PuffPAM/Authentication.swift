@@ -98,10 +98,12 @@ extension ModuleContext {
         // The keypad and lock hints stay where the caller is the user: their own screen
         // locker or pad (the helper path), su or sudo to themselves.
         let discreet = !unprivileged && !callerIsUser(rawName)
+        // Where the store work runs, decided once for this call.
+        let route = StoreRoute.choose(directory: options.directory.isEnabled,
+                                      for: .module(effectiveUID: geteuid(), realUID: getuid()))
         let backend: Backend
         do {
-            backend = try Backend.prepare(options, userName: rawName ?? "", arguments: arguments, unprivileged: unprivileged,
-                                          session: session)
+            backend = try Backend.prepare(route, options, userName: rawName ?? "", arguments: arguments, session: session)
         } catch {
             log(LOG_ERR, "user \(userForLog): \(error); failing closed")
             return .failure(error)
@@ -185,7 +187,7 @@ extension ModuleContext {
             if let counted {
                 recordInHistory(counted, options, session)
                 do {
-                    if !remember(try PendingFailure(failure: counted, secret: secret, throughHelper: backend.isService)) {
+                    if !remember(try PendingFailure(failure: counted, secret: secret, route: route)) {
                         log(LOG_WARNING, "user \(userForLog): could not keep the failure for authsucc")
                     }
                 } catch {

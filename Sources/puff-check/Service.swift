@@ -1,6 +1,7 @@
 import CPAM
 import Glibc
 import PuffCore
+import PuffFleet
 import PuffPlatform
 
 /// The `service-*` operations: the store work of the module as root in fleet mode, for a named
@@ -41,21 +42,21 @@ enum Service {
             try Sodium.initialize()
             let session = StoreSession()
             let options = try Configuration.load(arguments: request.arguments, session: session).options
-            let authenticator = Authenticator(options: options, session: session)
+            let store = Store(options: options, session: session)
             switch operation {
             case .serviceQuery:
                 guard (try? FrameReader.end()) != nil else { return malformed() }
-                let subject = try authenticator.subject(for: request.user)
+                let subject = try store.subject(for: request.user)
                 return Helper.write(HelperReport(subject.state)) ? HelperExit.success : HelperExit.failure
             case .serviceVerify:
                 guard let secret = try? FrameReader.secret(limit: Helper.maximumSecretLength),
                       (try? FrameReader.end()) != nil else { return malformed() }
-                return try verify(secret, authenticator, request, user: user)
+                return try verify(secret, store, request, user: user)
             case .serviceTakeBack:
                 guard let fields = try? readFailure(), let failure = Authenticator.CountedFailure(serviceFields: fields) else {
                     return malformed()
                 }
-                let taken = try authenticator.takeBack(failure)
+                let taken = try store.takeBack(failure)
                 if taken {
                     HelperLog.write(LOG_INFO, "user \(user): the system password was typed at Puff's prompt; Puff's failure taken back")
                 }
@@ -71,12 +72,12 @@ enum Service {
 
     /// One attempt; the answer is the report, then the failure it counted, if any (for the
     /// module's `authsucc` line and its failure history).
-    private static func verify(_ secret: borrowing SecureBytes, _ authenticator: Authenticator, _ request: Request,
+    private static func verify(_ secret: borrowing SecureBytes, _ store: Store, _ request: Request,
                                user: String) throws(StoreError) -> Int32 {
-        let subject = try authenticator.subject(for: request.user)
+        let subject = try store.subject(for: request.user)
         let before = subject.state
         var counted: Authenticator.CountedFailure?
-        let outcome = try authenticator.attempt(secret, for: subject, counted: &counted)
+        let outcome = try store.attempt(secret, for: subject, counted: &counted)
         if case .failure(let failures, _, let detail) = outcome {
             HelperLog.write(LOG_NOTICE, "user \(user): authentication failure (\(failures) in a row)"
                             + (detail.isEmpty ? "" : "; " + detail))
