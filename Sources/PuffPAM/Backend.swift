@@ -18,7 +18,7 @@ enum Backend: CredentialBackend {
     /// The backend of `route` for `userName`, with the state before the prompt read; `session`
     /// holds what this call has open of the store, `arguments` are the module's (for a service call).
     static func prepare(_ route: StoreRoute, _ options: PuffOptions, userName: String, arguments: [String],
-                        session: StoreSession) throws(StoreError) -> Backend {
+                        origin: @autoclosure () -> [String], session: StoreSession) throws(StoreError) -> Backend {
         let authenticator = Authenticator(options: options, session: session)
         switch route {
         case .ownHelper:
@@ -26,7 +26,8 @@ enum Backend: CredentialBackend {
         case .rootService:
             // A name that is no user name is refused here as in the files store, without a helper.
             guard UserName(userName) != nil else { return .local(try LocalBackend(authenticator, userName: userName)) }
-            let client = HelperClient(path: options.helperPath, service: .init(user: userName, arguments: arguments))
+            let client = HelperClient(path: options.helperPath, service: .init(user: userName, arguments: arguments,
+                                                                               origin: origin()))
             return .service(try HelperBackend(client), dummy: authenticator)
         case .files:
             return .local(try LocalBackend(authenticator, userName: userName))
