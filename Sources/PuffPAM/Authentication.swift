@@ -105,7 +105,7 @@ extension ModuleContext {
         do {
             backend = try Backend.prepare(route, options, userName: rawName ?? "", arguments: arguments,
                                           origin: [rawItem(PAM_SERVICE), rawItem(PAM_TTY), rawItem(PAM_RHOST), rawItem(PAM_RUSER)],
-                                          session: session)
+                                          discreet: discreet, session: session)
         } catch {
             log(LOG_ERR, "user \(userForLog): \(error); failing closed")
             return .failure(error)
@@ -222,8 +222,8 @@ extension ModuleContext {
         case .locked(let status):
             log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))\(damaged); \(attemptContext())")
             audit(.refusedWhileLocked, backend)
-            // Discreet: as long as a wrong passcode takes, so the time does not tell either.
-            if discreet { backend.runDummyVerification(secret) }
+            // Discreet: the store work evened this refusal's cost out already (a dummy argon2id
+            // and a decoy write: Authenticator.evenRefusals).
             tell(lockMessage(status))
             return .denied
         case .passcodeRequired(let reason):

@@ -99,6 +99,18 @@ public struct LockoutStore {
         }
     }
 
+    /// The file of `writeDecoy` (user names cannot start with a dot).
+    static let decoyName = ".decoy"
+
+    /// The disk work of a counted failure — a new file of a counter's size, fsynced, renamed,
+    /// the directory fsynced — done to `.decoy`, which is no user's: a discreet service's
+    /// refusal that counted nothing (no record, no account, locked, passcode required) does it,
+    /// so the disk's work does not tell such a refusal from a counted one (issue 27, item 2).
+    public func writeDecoy(like tally: Tally) throws(StoreError) {
+        let state = try openState()
+        try state.trusted.replaceFile(Self.decoyName, with: tally.encoded(), durability: .durable)
+    }
+
     private static func load(_ name: UserName, from state: borrowing TrustedDirectory) throws(StoreError) -> Tally {
         guard var bytes = try state.readFile(name.value, .rootPrivate(maximumSize: fileSize)) else { return Tally() }
         // Older versions padded the file with NULs to a fixed size.
