@@ -305,11 +305,13 @@ public struct Authenticator {
     }
 
     /// The work of verifying a wrong passcode, against a dummy hash.
-    /// `LockoutStore.writeDecoy` with a counter shaped like a first failure now.
+    /// `LockoutStore.writeDecoy` with a counter shaped like a first failure now, and the
+    /// failure history's decoy (whose errors, like the history's, change nothing).
     package func writeDecoy() throws(StoreError) {
-        var tally = options.lockout.recordingFailure(in: Tally(), now: now())
-        tally.clearedSerial = 0
-        try counters.writeDecoy(like: tally)
+        let time = now()
+        try counters.writeDecoy(like: options.lockout.recordingFailure(in: Tally(), now: time))
+        try? FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds, session: session)
+            .writeDecoy(.init(time: time, service: "-", tty: "-", rhost: "-", ruser: "-"))
     }
 
     public func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
