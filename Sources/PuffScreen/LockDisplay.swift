@@ -96,11 +96,33 @@ package final class LockDisplay {
     private var pointerIsDown = false
     /// A titled window for drawing a gesture (`--draw`) rather than the covering lock window.
     package let windowed: Bool
+    /// puff-lock's authentication child: a window inside the parent's covering window, no
+    /// grabs of its own, its input read from `channel` (`LockChannel`) rather than from X.
+    package let embedded: Bool
+    /// The socket to the locking parent (embedded), or -1.
+    package let channel: Int32
+    /// Whether the parent said the screen is covered and grabbed (embedded).
+    package private(set) var parentLocked = false
+    /// More descriptors to wait on (the locking parent's child socket and signals):
+    /// `nextEvent` returns nil as soon as one of them is readable.
+    package var wakeDescriptors: [Int32] = []
     private var deleteAtom: Atom = 0
 
     /// Connects to `$DISPLAY` and creates the covering windows (not mapped yet), or, with a
     /// `title`, one ordinary window for drawing a gesture.
-    package init(title: String? = nil) throws(LockDisplayError) {
+    package convenience init(title: String? = nil) throws(LockDisplayError) {
+        try self.init(title: title, parent: nil, channel: -1)
+    }
+
+    /// The authentication child's display: a window covering the default screen inside the
+    /// locking parent's window `parent` (a window of another client, named by its id), drawn
+    /// on by this process; input comes from `channel`. The window is mapped at once (it shows
+    /// when the parent maps its own).
+    package convenience init(embeddedIn parent: Window, channel: Int32) throws(LockDisplayError) {
+        try self.init(title: nil, parent: parent, channel: channel)
+    }
+
+    private init(title: String?, parent: Window?, channel: Int32) throws(LockDisplayError) {
         guard let display = XOpenDisplay(nil) else {
             let name = getenv("DISPLAY").flatMap { String(validatingCString: $0) } ?? "(DISPLAY is not set)"
             throw LockDisplayError(description: "cannot open the X display \(name)")
@@ -109,7 +131,23 @@ package final class LockDisplay {
         screen = XDefaultScreen(display)
         root = XRootWindow(display, screen)
         windowed = title != nil
-        if let title {
+        embedded = parent != nil
+        self.channel = channel
+        if let parent {
+            width = Int(XDisplayWidth(display, screen))
+            height = Int(XDisplayHeight(display, screen))
+            var attributes = XSetWindowAttributes()
+            attributes.background_pixel = XBlackPixel(display, screen)
+            attributes.cursor = XCreateFontCursor(display, UInt32(XC_crosshair))
+            // An X error here (a window id that is not a window) ends the process through
+            // Xlib's default handler: never exit 0.
+            window = XCreateWindow(display, parent, 0, 0, UInt32(width), UInt32(height), 0,
+                                   Int32(CopyFromParent), UInt32(InputOutput), nil,
+                                   UInt(CWBackPixel | CWCursor), &attributes)
+            XSelectInput(display, window, ExposureMask | StructureNotifyMask)
+            XMapWindow(display, window)
+            XSync(display, 0)
+        } else if let title {
             width = min(1100, Int(XDisplayWidth(display, screen)))
             height = min(820, Int(XDisplayHeight(display, screen)))
             window = XCreateSimpleWindow(display, root, 0, 0, UInt32(width), UInt32(height), 0,
@@ -148,6 +186,8 @@ package final class LockDisplay {
         } else {
             xinputOpcode = -1
         }
+        // Text reaches the embedded child already translated by the parent.
+        if embedded { return }
         // The built-in input method only (compose sequences): no input method server ever
         // sees what is typed on the lock screen.
         _ = setlocale(LC_CTYPE, "")
@@ -271,21 +311,67 @@ package final class LockDisplay {
                 if let translated = translate(&event) { return translated }
             }
             XFlush(display)
+            if channel >= 0, let forwarded = readChannel() { return forwarded }
             var milliseconds: Int32 = -1
             if let deadline {
                 let left = deadline - monotonicSeconds()
                 if left <= 0 { return nil }
                 milliseconds = Int32(clamping: Int((left * 1000).rounded(.up)))
             }
-            var poller = pollfd(fd: XConnectionNumber(display), events: Int16(POLLIN), revents: 0)
-            _ = poll(&poller, 1, milliseconds)
+            var pollers = [pollfd(fd: XConnectionNumber(display), events: Int16(POLLIN), revents: 0)]
+            if channel >= 0 { pollers.append(pollfd(fd: channel, events: Int16(POLLIN), revents: 0)) }
+            for fd in wakeDescriptors { pollers.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+            _ = poll(&pollers, nfds_t(pollers.count), milliseconds)
+            if pollers.dropFirst(channel >= 0 ? 2 : 1).contains(where: { $0.revents != 0 }) { return nil }
             // XPending reads the socket (and exits through the I/O error handler when the
             // server is gone).
         }
     }
 
+    /// The next input event the parent forwarded, answering its pings and noting its
+    /// `locked`; nil when none is waiting. The process ends (never with status 0) when the
+    /// parent is gone: nothing may be answered for a screen nobody covers.
+    private func readChannel() -> LockEvent? {
+        while true {
+            switch LockChannel.receive(channel) {
+            case .nothing:
+                return nil
+            case .closed:
+                Report.warn("the locking process is gone; stopping")
+                _exit(70)
+            case .record(var record):
+                defer { record.wipe() }
+                switch record.kind {
+                case .ping?: LockChannel.send(channel, .pong)
+                case .locked?: parentLocked = true
+                default:
+                    if let event = LockChannel.event(record) { return event }
+                }
+            }
+        }
+    }
+
+    /// Embedded: tells the parent that this process leaves its event loop while PAM checks a
+    /// submission (so it will not answer pings for a while).
+    package func busy() {
+        guard channel >= 0 else { return }
+        LockChannel.send(channel, .busy)
+    }
+
+    /// Embedded: waits (answering pings) until the parent has covered and grabbed the screen.
+    package func waitUntilLocked() {
+        while channel >= 0 && !parentLocked {
+            if case .text(var typed)? = nextEvent(timeout: 1) { typed.wipe() }
+        }
+    }
+
     /// Whether more events are already queued (so a redraw can wait for them).
-    package var hasQueuedEvents: Bool { XPending(display) > 0 }
+    package var hasQueuedEvents: Bool {
+        if XPending(display) > 0 { return true }
+        guard channel >= 0 else { return false }
+        var poller = pollfd(fd: channel, events: Int16(POLLIN), revents: 0)
+        return poll(&poller, 1, 0) > 0
+    }
 
     private func translate(_ event: inout XEvent) -> LockEvent? {
         if XFilterEvent(&event, UInt(None)) != 0 { return nil }

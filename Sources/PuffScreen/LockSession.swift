@@ -338,6 +338,7 @@ package final class LockSession {
                 checking.hint = cancellable ? "" : "Checking…"
                 renderer.draw(checking, layout: layout, picture: picture, strokes: strokes)
                 XSync(display.display, 0)
+                display.busy()
                 return submitted
             }
             if !display.hasQueuedEvents { redraw() }
