@@ -179,12 +179,14 @@ final class LockGuard {
         child = 0
     }
 
-    /// SIGKILL and reap, waiting up to a second (a process in the kernel dies when it leaves).
+    /// SIGKILL and reap, waiting up to 50 ms; one that does not die at once (in the kernel,
+    /// or frozen by a cgroup) is reaped later, and its window (under the new child's) goes
+    /// when it dies.
     private func terminate(_ pid: pid_t) {
         kill(pid, SIGKILL)
-        for _ in 0..<100 {
+        for _ in 0..<25 {
             if waitpid(pid, nil, WNOHANG) == pid { return }
-            usleep(10_000)
+            usleep(2_000)
         }
         abandoned.append(pid)
     }

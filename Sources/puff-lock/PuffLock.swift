@@ -162,6 +162,10 @@ struct PuffLock: ParsableCommand {
     /// only after pam_authenticate succeeded. Any other end keeps the screen locked.
     private func authenticate(_ name: String) throws {
         let channel: Int32 = 3
+        // A crash ends this process at once: the Swift runtime's backtracer would catch it
+        // and wait for a debugger that cannot attach (not dumpable), while the screen shows
+        // no prompt. The parent starts a new child when this one is gone.
+        for crash in [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP] { signal(crash, SIG_DFL) }
         var status = stat()
         guard puff_die_with_parent() == 0, fstat(channel, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK,
               fcntl(channel, F_SETFD, FD_CLOEXEC) == 0, let embed else {

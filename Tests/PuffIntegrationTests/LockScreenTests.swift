@@ -87,6 +87,17 @@ struct LockScreenTests {
         func layout() throws -> (x: Double, y: Double, scale: Double, buttons: [String: (Int, Int)]) {
             try LockScreenTests.layout(in: text)
         }
+
+        /// The authentication processes the locker said it started, in order.
+        var children: [pid_t] {
+            text.split(separator: "\n").compactMap { line in
+                guard let range = line.range(of: "started the authentication process ") else { return nil }
+                return pid_t(line[range.upperBound...])
+            }
+        }
+
+        /// The authentication process now (the last one started).
+        func child() throws -> pid_t { try #require(children.last, "no authentication process in: \(text)") }
     }
 
     /// The last layout `--print-layout` wrote: the picture's origin and scale, and the buttons' centres.
@@ -215,10 +226,11 @@ struct LockScreenTests {
         #expect(locker.exitStatus(timeout: 0.1) == nil)
         #expect(try stage.fixture.failures(user) == 3)
 
-        // A second locker cannot grab what the first holds, and says so.
+        // A second locker is refused while one runs, and says so, before it starts anything.
         let second = try Locker(stage: stage, user: user, server: server, extra: ["--grab-timeout", "0.5"])
         #expect(second.exitStatus(timeout: 20) == 69)
-        #expect(second.text.contains("cannot grab the keyboard and the pointer: another program holds a grab; not locking"), "\(second.text)")
+        #expect(second.text.contains("another puff-lock is locking this display; not locking"), "\(second.text)")
+        #expect(second.children.isEmpty, "\(second.text)")
 
         // A window mapped over the lock screen is covered again.
         let clock = try TmuxPane.spawn("/usr/bin/xclock", ["xclock", "-display", server.display, "-geometry", "400x400+0+0"])
@@ -458,33 +470,41 @@ struct LockScreenTests {
         return false
     }
 
-    /// The gesture's wire text and the typed passcode are gone from the locker's memory once
-    /// submitted (the passcode is found there while it is being typed: the scan works), and
-    /// the locker is not dumpable and has a core limit of 0.
+    /// The gesture's wire text and the typed passcode are gone from both processes' memory
+    /// once submitted (the passcode is found in the child's while it is being typed: the scan
+    /// works), and both are not dumpable and have a core limit of 0.
     @Test func noStrokeOrPasscodeIsLeftInMemoryAfterASubmission() throws {
         let (user, stage, server, locker) = try Self.readyLocker()
-        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(locker.pid)/exe")
-        #expect(exe.hasSuffix("/puff-lock"), "\(exe)")
-        let state = try GraphicalEnrollmentTests.dumpState(locker.pid)
-        #expect(state.realUid == getpwnam(user)?.pointee.pw_uid, "\(state)")
-        #expect(state.procOwner == 0, "puff-lock is dumpable: \(state)")
-        #expect(state.coreLimit == "0 0", "\(state)")
+        let child = try locker.child()
+        for pid in [locker.pid, child] {
+            let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+            #expect(exe.hasSuffix("/puff-lock"), "\(exe)")
+            let state = try GraphicalEnrollmentTests.dumpState(pid)
+            #expect(state.realUid == getpwnam(user)?.pointee.pw_uid, "\(state)")
+            #expect(state.procOwner == 0, "puff-lock \(pid) is dumpable: \(state)")
+            #expect(state.coreLimit == "0 0", "\(state)")
+        }
 
         try Self.draw(server, locker, GestureLoginTests.genuine, shift: 40)
         try server.xdotool(["key", "Return"])
         #expect(locker.waitFor("Puff: wrong gesture."), "\(locker.text)")
         #expect(locker.waitFor("screen ready", count: 2), "\(locker.text)")
-        #expect(try !Self.memoryContains(locker.pid, "puff-gesture:1:400x300"), "the submitted gesture is still in memory")
+        for pid in [locker.pid, child] {
+            #expect(try !Self.memoryContains(pid, "puff-gesture:1:400x300"), "the submitted gesture is still in \(pid)'s memory")
+        }
 
-        // Five digits typed: in the field, so in memory (the control).
+        // Five digits typed: in the child's field, so in its memory (the control).
         try server.xdotool(["type", "--delay", "30", "11133"])
         usleep(500_000)
-        #expect(try Self.memoryContains(locker.pid, "11133"), "the memory scan does not see the typed field")
-        // The sixth submits; the wrong passcode is wiped everywhere.
+        #expect(try Self.memoryContains(child, "11133"), "the memory scan does not see the typed field")
+        // The sixth submits; the wrong passcode is wiped everywhere, in the parent that
+        // forwarded the keys as well.
         try server.xdotool(["type", "3"])
         #expect(locker.waitFor("Puff: wrong passcode.", count: 1), "\(locker.text)")
         #expect(locker.waitFor("screen ready", count: 3), "\(locker.text)")
-        #expect(try !Self.memoryContains(locker.pid, "11133"), "the submitted passcode is still in memory")
+        for pid in [locker.pid, child] {
+            #expect(try !Self.memoryContains(pid, "11133"), "the submitted passcode is still in \(pid)'s memory")
+        }
         #expect(try stage.fixture.failures(user) == 2)
     }
 
