@@ -145,6 +145,7 @@ package final class LockDisplay {
                                    Int32(CopyFromParent), UInt32(InputOutput), nil,
                                    UInt(CWBackPixel | CWCursor), &attributes)
             XSelectInput(display, window, ExposureMask | StructureNotifyMask)
+            XSelectInput(display, root, StructureNotifyMask)
             XMapWindow(display, window)
             XSync(display, 0)
         } else if let title {
@@ -171,7 +172,9 @@ package final class LockDisplay {
             XSelectInput(display, window, ExposureMask | KeyPressMask | VisibilityChangeMask | StructureNotifyMask
                          | ButtonPressMask | ButtonReleaseMask | PointerMotionMask)
             // Other clients mapping or restacking windows: the lock window goes back on top.
-            XSelectInput(display, root, SubstructureNotifyMask)
+            // And the root's own changes: RandR monitors set or removed (xrandr --setmonitor)
+            // come as a ConfigureNotify of the root.
+            XSelectInput(display, root, SubstructureNotifyMask | StructureNotifyMask)
         }
         var errorBase: Int32 = 0
         if XRRQueryExtension(display, &randrEventBase, &errorBase) != 0 {
@@ -257,6 +260,37 @@ package final class LockDisplay {
         XMapRaised(display, window)
         XSetInputFocus(display, window, RevertToParent, UInt(CurrentTime))
         XSync(display, 0)
+    }
+
+    /// `Xft.dpi` from the X resources (xrdb), when set: desktops put their HiDPI scale there.
+    package func resourceDPI() -> Double? {
+        guard let resources = XResourceManagerString(display), let text = String(validatingCString: resources) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("Xft.dpi:") {
+            return Double(line.dropFirst("Xft.dpi:".count).trimmingSpaces())
+        }
+        return nil
+    }
+
+    /// Paints the covering windows in `pixel` (a TrueColor value): what shows where nothing
+    /// is drawn, and while the authentication process is being replaced.
+    package func setBackground(_ pixel: UInt) {
+        for covering in [window] + others {
+            XSetWindowBackground(display, covering, pixel)
+            XClearWindow(display, covering)
+        }
+    }
+
+    /// A copy of the default screen as it is now (before it is covered), in a pixmap of this
+    /// connection that other clients may read by its id (`--translucent`).
+    package func captureScreen() -> Pixmap {
+        let pixmap = XCreatePixmap(display, root, UInt32(max(1, width)), UInt32(max(1, height)), UInt32(depth))
+        var values = XGCValues()
+        values.subwindow_mode = IncludeInferiors
+        let context = XCreateGC(display, root, UInt(GCSubwindowMode), &values)
+        XCopyArea(display, root, pixmap, context, 0, 0, UInt32(max(1, width)), UInt32(max(1, height)), 0, 0)
+        XFreeGC(display, context)
+        XSync(display, 0)
+        return pixmap
     }
 
     /// Whether pointer events come through XInput2.
@@ -404,6 +438,9 @@ package final class LockDisplay {
         case VisibilityNotify where !windowed && event.xvisibility.state != VisibilityUnobscured:
             // Something covers the lock window (xsecurelock does the same).
             XRaiseWindow(display, event.xvisibility.window)
+        case ConfigureNotify where !windowed && event.xconfigure.window == root:
+            // Monitors changed (the screen's size comes with RandR's own event).
+            return .screensChanged
         case MapNotify where !windowed, ConfigureNotify where !windowed:
             let moved = event.type == MapNotify ? event.xmap.window : event.xconfigure.window
             if moved != window && !others.contains(moved) {

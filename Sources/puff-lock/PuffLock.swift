@@ -74,6 +74,16 @@ struct PuffLock: ParsableCommand {
     @Flag(name: .customLong("print-layout"), help: "Print where the picture and the buttons are on stderr (for scripts and tests).")
     var printLayout = false
 
+    @Option(help: "The colours: light, dark, or auto (the desktop's preference: GNOME's color-scheme, GTK's prefer-dark setting; dark when none is set).")
+    var theme = "auto"
+
+    @Flag(help: "Show the screen behind, blurred and dimmed, instead of a plain background (it shows the outlines of what was open).")
+    var translucent = false
+
+    /// The pixmap the parent copied the screen into (`--translucent`).
+    @Option(name: .customLong("backdrop"), help: .hidden)
+    var backdrop: UInt?
+
     /// The authentication process puff-lock starts for itself (never started by hand): draws
     /// in the window `--embed` names and runs PAM, its input on descriptor 3.
     @Flag(name: .customLong("auth-child"), help: .hidden)
@@ -85,6 +95,7 @@ struct PuffLock: ParsableCommand {
     func validate() throws {
         guard grabTimeout >= 0, grabTimeout <= 60 else { throw ValidationError("--grab-timeout must be 0 to 60 seconds") }
         guard !(draw && show) else { throw ValidationError("--draw and --show exclude each other") }
+        guard ["auto", "light", "dark"].contains(theme) else { throw ValidationError("--theme is light, dark or auto") }
         guard authChild == (embed != nil), !(authChild && (draw || show)) else {
             throw ValidationError("--auth-child and --embed are for puff-lock's own use")
         }
@@ -118,7 +129,12 @@ struct PuffLock: ParsableCommand {
         let watcher: LockGuard
         do {
             display = try LockDisplay()
-            var arguments = ["--user", name, "--service", service, "--dir", dir]
+            let chosen = LockTheme.named(theme).map { (theme: $0, source: "--theme \(theme)") } ?? LockTheme.desktopPreference()
+            Report.warn("theme \(chosen.theme.name) (\(chosen.source))")
+            display.setBackground(chosen.theme.backgroundPixel)
+            var arguments = ["--user", name, "--service", service, "--dir", dir, "--theme", chosen.theme.name]
+            // The screen as it is, before anything covers it; the children blur it.
+            if translucent { arguments += ["--backdrop", String(display.captureScreen())] }
             if let pamConfdir { arguments += ["--pam-confdir", pamConfdir] }
             if printLayout { arguments.append("--print-layout") }
             watcher = try LockGuard(display: display, childArguments: arguments)
@@ -186,7 +202,11 @@ struct PuffLock: ParsableCommand {
             // Users without a gesture have no picture; the passcode keypad is shown alone.
             picture = nil
         }
-        let session = LockSession(display: display, user: name, picture: picture, printLayout: printLayout)
+        let session = LockSession(display: display, user: name, picture: picture, printLayout: printLayout,
+                                  title: "Locked: " + Self.shownName(name), cancellable: false)
+        session.theme = LockTheme.named(theme) ?? .dark
+        session.backdrop = backdrop.map { Pixmap($0) }
+        session.showsClock = true
         var callbacks = pam_conv(conv: { count, messages, responses, data in
             guard let data else { return PAM_CONV_ERR }
             return Unmanaged<LockSession>.fromOpaque(data).takeUnretainedValue()
@@ -315,6 +335,15 @@ struct PuffLock: ParsableCommand {
         }
         // setuid made the process dumpable again.
         guard puff_forbid_dumps() == 0 else { throw PrivilegeError(description: "cannot disable core dumps") }
+    }
+
+    /// The account's full name from its GECOS field, with the login name: `Lena Puff (lena)`;
+    /// the login name alone when there is none.
+    static func shownName(_ name: String) -> String {
+        guard let entry = getpwnam(name), let gecos = entry.pointee.pw_gecos,
+              let field = String(validatingCString: gecos)?.split(separator: ",", omittingEmptySubsequences: false).first,
+              !field.isEmpty, field != name else { return name }
+        return "\(field) (\(name))"
     }
 
     static func callingUser() -> String? {

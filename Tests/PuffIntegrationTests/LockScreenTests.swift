@@ -17,11 +17,11 @@ struct LockScreenTests {
         private let number: Int
         private let pid: pid_t
 
-        /// `extra`: more Xvfb arguments (more screens, -noreset).
-        init(extra: [String] = []) throws {
+        /// `extra`: more Xvfb arguments (more screens, -noreset); `size`: the first screen's.
+        init(extra: [String] = [], size: String = "1280x800") throws {
             var chosen: (Int, pid_t)?
             for number in 60..<100 where access("/tmp/.X\(number)-lock", F_OK) != 0 {
-                let pid = try TmuxPane.spawn("/usr/bin/Xvfb", ["Xvfb", ":\(number)", "-screen", "0", "1280x800x24", "-nolisten", "tcp",
+                let pid = try TmuxPane.spawn("/usr/bin/Xvfb", ["Xvfb", ":\(number)", "-screen", "0", size + "x24", "-nolisten", "tcp",
                                                                   // No key repeat: on a loaded machine xdotool's key
                                                                   // release can come late enough to repeat a key.
                                                                   "-ardelay", "60000"] + extra)
@@ -71,15 +71,17 @@ struct LockScreenTests {
     final class Locker: WatchedChild {
         /// `systemPassword`: the namespace also shows the stage's copy of /etc/shadow (for
         /// pam_unix after Puff in the service).
+        /// `environment`: more variables for puff-lock (NAME=VALUE, no quotes).
         init(stage: UnprivilegedTests.Stage, user: String, server: XServer, extra: [String] = [],
-             systemPassword: Bool = false) throws {
+             systemPassword: Bool = false, environment: [String] = [], beforeExec: String = "") throws {
             let log = stage.fixture.root + "/lock-\(UUID().uuidString).log"
             FileManager.default.createFile(atPath: log, contents: nil)
             let command = [stage.bin + "/puff-lock", "--pam-confdir", stage.fixture.pamDirectory, "--print-layout"] + extra
             let quoted = command.map { "'" + $0 + "'" }.joined(separator: " ")
             let shadow = systemPassword ? "mount --bind \(stage.shadow) /etc/shadow && " : ""
             let script = "mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff && " + shadow
-                + "exec setpriv --reuid=\(user) --regid=\(user) --init-groups /usr/bin/env DISPLAY=\(server.display) \(quoted) 2>>'\(log)'"
+                + beforeExec + "exec setpriv --reuid=\(user) --regid=\(user) --init-groups /usr/bin/env DISPLAY=\(server.display) "
+                + environment.map { "'\($0)' " }.joined() + "\(quoted) 2>>'\(log)'"
             let pid = try TmuxPane.spawn("/usr/bin/unshare", ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script])
             super.init(pid: pid, log: log, group: false)
         }
