@@ -163,7 +163,7 @@ package final class LockRenderer {
         if blurred == nil || blurredFor != size {
             if let blurred { cairo_surface_destroy(blurred) }
             blurred = nil
-            let factor = 16.0
+            let factor = 24.0
             let small = (width: Int32(max(1, Double(size.width) / factor)), height: Int32(max(1, Double(size.height) / factor)))
             guard let source = cairo_xlib_surface_create(display.display, backdrop, display.visual, Int32(size.width), Int32(size.height)),
                   let reduced = cairo_image_surface_create(CAIRO_FORMAT_RGB24, small.width, small.height) else { return }
@@ -205,13 +205,15 @@ package final class LockRenderer {
         text(cr, scene.title, x: bar.x + inset, y: bar.midY, size: 18, bold: true, color: theme.title)
         var promptLeft = bar.x + inset + titleWidth + 40 * ui
         if let clock = scene.clock {
-            // The time, then the date, together centred in the bar (moved right of a long title).
+            // The time, then the date (on screens wide enough to keep the prompt whole),
+            // together centred in the bar (moved right of a long title).
+            let date = bar.width >= 1200 * ui ? clock.date : ""
             let timeWidth = textWidth(cr, clock.time, size: 22, bold: true)
-            let dateWidth = textWidth(cr, clock.date, size: 15)
+            let dateWidth = textWidth(cr, date, size: 15)
             let block = timeWidth + 12 * ui + dateWidth
             let left = max(bar.midX - block / 2, promptLeft)
             text(cr, clock.time, x: left, y: bar.midY, size: 22, bold: true, color: theme.clock)
-            text(cr, clock.date, x: left + timeWidth + 12 * ui, y: bar.midY, size: 15, color: theme.prompt)
+            text(cr, date, x: left + timeWidth + 12 * ui, y: bar.midY, size: 15, color: theme.prompt)
             promptLeft = left + block + 28 * ui
         }
         // The prompt shrinks (then is cut short) to fit beside the title on narrow monitors.
@@ -338,9 +340,9 @@ package final class LockRenderer {
             // Text leaves a current point behind; an arc would join it with a line.
             cairo_new_path(cr)
             if part.kind == .tap || part.count == 1 {
-                cairo_arc(cr, first.x, first.y, 9, 0, 2 * Double.pi)
+                cairo_arc(cr, first.x, first.y, 9 * ui, 0, 2 * Double.pi)
                 cairo_set_source_rgba(cr, 0, 0, 0, 0.55)
-                cairo_set_line_width(cr, 3)
+                cairo_set_line_width(cr, 3 * ui)
                 cairo_stroke_preserve(cr)
                 cairo_set_source_rgb(cr, color.0, color.1, color.2)
                 cairo_fill(cr)
@@ -351,7 +353,7 @@ package final class LockRenderer {
                         let screen = layout.screenPoint(strokes.point(part, point))
                         cairo_line_to(cr, screen.x, screen.y)
                     }
-                    cairo_set_line_width(cr, width)
+                    cairo_set_line_width(cr, width * ui)
                     if outline { cairo_set_source_rgba(cr, 0, 0, 0, 0.55) } else { cairo_set_source_rgb(cr, color.0, color.1, color.2) }
                     cairo_stroke(cr)
                 }
@@ -366,8 +368,9 @@ package final class LockRenderer {
                     }
                     let angle = atan2(end.y - before.y, end.x - before.x)
                     cairo_move_to(cr, end.x, end.y)
-                    cairo_line_to(cr, end.x - 16 * cos(angle - 0.45), end.y - 16 * sin(angle - 0.45))
-                    cairo_line_to(cr, end.x - 16 * cos(angle + 0.45), end.y - 16 * sin(angle + 0.45))
+                    let head = 16 * ui
+                    cairo_line_to(cr, end.x - head * cos(angle - 0.45), end.y - head * sin(angle - 0.45))
+                    cairo_line_to(cr, end.x - head * cos(angle + 0.45), end.y - head * sin(angle + 0.45))
                     cairo_close_path(cr)
                     cairo_set_source_rgb(cr, color.0, color.1, color.2)
                     cairo_fill(cr)
@@ -375,9 +378,9 @@ package final class LockRenderer {
             }
             guard labels else { continue }
             // The part's number beside where it starts.
-            let label = (x: first.x + 16, y: first.y - 16)
+            let label = (x: first.x + 16 * ui, y: first.y - 16 * ui)
             cairo_new_path(cr)
-            cairo_arc(cr, label.x, label.y, 12, 0, 2 * Double.pi)
+            cairo_arc(cr, label.x, label.y, 12 * ui, 0, 2 * Double.pi)
             cairo_set_source_rgb(cr, color.0, color.1, color.2)
             cairo_fill_preserve(cr)
             cairo_set_source_rgba(cr, 0, 0, 0, 0.6)

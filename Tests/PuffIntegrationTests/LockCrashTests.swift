@@ -150,6 +150,47 @@ struct LockCrashTests {
         }
     }
 
+    /// The locking parent stopped: the screen stays covered and grabbed (the server keeps the
+    /// grabs), keys reach no other client; continued, it unlocks with the passcode.
+    @Test func aStoppedParentKeepsTheScreenLocked() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try LockScreenTests.stage(user)
+        let server = try XServer(extra: ["-noreset"])
+        let session = try SessionWindow(server: server, directory: stage.fixture.root)
+        let locker = try LockScreenTests.Locker(stage: stage, user: user, server: server)
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        #expect(kill(locker.pid, SIGSTOP) == 0)
+        try server.xdotool(["mousemove", "1100", "650", "key", "b", "click", "1", "key", "Return"])
+        usleep(1_500_000)
+        try server.screenshot("lock-parent-stopped")
+        #expect(try Self.covered(server))
+        #expect(session.count("KeyPress") == 0 && session.count("ButtonPress") == 0, "input reached the session")
+        #expect(kill(locker.pid, SIGCONT) == 0)
+        try LockFaceTests.click("604917", server, locker)
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+    }
+
+    /// Keys sent with XSendEvent (any client may send events to any window) to the
+    /// authentication process's window are not taken: the child reads input only from its
+    /// parent, and the parent's window, where they propagate, drops synthetic input. (Without
+    /// both filters these keys unlocked the screen: seen before the fix.)
+    @Test func syntheticKeysAreIgnored() throws {
+        let (user, stage, server, locker) = try LockScreenTests.readyLocker()
+        let found = try server.xdotool(["search", "--name", "^puff-lock$"])
+        let parent = try #require(found.lines.first, "\(found.output)")
+        let tree = try run("/usr/bin/xwininfo", ["-display", server.display, "-id", parent, "-children"])
+        let child = try #require(tree.lines.first { $0.hasPrefix("     0x") }?.split(separator: " ").first, "\(tree.output)")
+        // xdotool --window on a window without the focus uses XSendEvent.
+        try server.xdotool(["type", "--window", String(child), "--delay", "30", "604917"])
+        usleep(1_000_000)
+        #expect(locker.exitStatus(timeout: 0.5) == nil, "synthetic keys unlocked: \(locker.text)")
+        #expect(!locker.text.contains("Checking") && !locker.text.contains("wrong"), "\(locker.text)")
+        // The same keys from the keyboard (XTEST) unlock.
+        try server.xdotool(["type", "--delay", "30", "604917"])
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+        #expect(try stage.fixture.failures(user) == 0)
+    }
+
     /// The locking parent killed (the user can always kill their own locker): the screen
     /// unlocks, as with every X11 locker, and the child does not outlive it.
     @Test func killingTheParentUnlocksAndTakesTheChildAlong() throws {
