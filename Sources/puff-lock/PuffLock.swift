@@ -26,7 +26,10 @@ struct PuffLock: ParsableCommand {
         abstract: "Lock the X11 screen until you draw your Puff gesture or type your passcode.",
         discussion: """
         Covers every screen, grabs the keyboard and the pointer (and refuses to lock, saying \
-        why, when it cannot), and runs pam_authenticate for the calling user until it succeeds. \
+        why, when it cannot), and starts an authentication process that draws the lock screen \
+        and runs pam_authenticate for the calling user until it succeeds; the screen unlocks \
+        only then. A crashed, killed or stopped authentication process is replaced and the \
+        screen stays locked. \
         Draw on your picture with the left button, a pen or a finger; Enter or ✓ submits, \
         Backspace or ↶ removes the last part, Esc clears; typing switches to the passcode. \
         Prompts of other modules in the PAM service are answered in the same window. Run it as \

@@ -49,7 +49,11 @@ struct LockFaceTests {
         } else {
             #expect(background.0 > 215 && background.1 > 215 && background.2 > 215, "\(background)")
         }
-        // The bar: the time (HH:MM) is drawn; the log shows no secrets, so read the screen.
+        // A gesture drawn (not submitted), for the README's screenshots; Esc clears it.
+        try LockScreenTests.draw(server, locker, GestureLoginTests.genuine)
+        usleep(300_000)
+        try server.screenshot("lock-face-\(theme)-drawn")
+        try server.xdotool(["key", "Escape"])
         try server.xdotool(["type", "--delay", "30", "111333"])
         #expect(locker.waitFor("Puff: wrong passcode."), "\(locker.text)")
         #expect(locker.waitFor("screen ready", count: 2), "\(locker.text)")
