@@ -107,6 +107,10 @@ package final class LockDisplay {
     /// `nextEvent` returns nil as soon as one of them is readable.
     package var wakeDescriptors: [Int32] = []
     private var deleteAtom: Atom = 0
+    /// The covering window holds the grabs (after `lock`); they are taken again when it is
+    /// mapped again (another client unmapped it, which ends a grab).
+    private var grabbed = false
+    private var regrabPending = false
 
     /// Connects to `$DISPLAY` and creates the covering windows (not mapped yet), or, with a
     /// `title`, one ordinary window for drawing a gesture.
@@ -253,6 +257,17 @@ package final class LockDisplay {
         }
         XSetInputFocus(display, window, RevertToParent, UInt(CurrentTime))
         XSync(display, 0)
+        grabbed = true
+    }
+
+    /// Takes the grabs again (the window was unmapped and mapped again); tried again with
+    /// every event and at least every 50 ms until both hold.
+    private func regrab() {
+        let keyboard = XGrabKeyboard(display, window, 0, GrabModeAsync, GrabModeAsync, UInt(CurrentTime))
+        let pointer = grabPointer()
+        XSetInputFocus(display, window, RevertToParent, UInt(CurrentTime))
+        regrabPending = keyboard != Int32(GrabSuccess) || pointer != Int32(GrabSuccess)
+        if regrabPending { XRaiseWindow(display, window) }
     }
 
     /// Shows the drawing window (`--draw`): no grabs, the window manager decides the rest.
@@ -339,6 +354,7 @@ package final class LockDisplay {
     package func nextEvent(timeout: Double?) -> LockEvent? {
         let deadline = timeout.map { monotonicSeconds() + $0 }
         while true {
+            if regrabPending { regrab() }
             while XPending(display) > 0 {
                 var event = XEvent()
                 XNextEvent(display, &event)
@@ -352,6 +368,7 @@ package final class LockDisplay {
                 if left <= 0 { return nil }
                 milliseconds = Int32(clamping: Int((left * 1000).rounded(.up)))
             }
+            if regrabPending && (milliseconds < 0 || milliseconds > 50) { milliseconds = 50 }
             var pollers = [pollfd(fd: XConnectionNumber(display), events: Int16(POLLIN), revents: 0)]
             if channel >= 0 { pollers.append(pollfd(fd: channel, events: Int16(POLLIN), revents: 0)) }
             for fd in wakeDescriptors { pollers.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
@@ -445,6 +462,15 @@ package final class LockDisplay {
         case ConfigureNotify where !windowed && event.xconfigure.window == root:
             // Monitors changed (the screen's size comes with RandR's own event).
             return .screensChanged
+        case MapNotify where grabbed && event.xmap.window == window:
+            // Mapped again after another client unmapped it: unmapping ended the grabs.
+            regrab()
+            return .redraw
+        case DestroyNotify where !windowed && event.xdestroywindow.window == window:
+            // Any client may destroy any window: without its window this process locks nothing.
+            Report.warn(embedded ? "another client destroyed the window; stopping"
+                                 : "another client destroyed the covering window: the screen is no longer locked")
+            _exit(embedded ? 70 : 1)
         case MapNotify where !windowed, ConfigureNotify where !windowed:
             let moved = event.type == MapNotify ? event.xmap.window : event.xconfigure.window
             if moved != window && !others.contains(moved) {

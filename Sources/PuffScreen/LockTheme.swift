@@ -68,8 +68,7 @@ package struct LockTheme: Equatable {
     /// The theme the desktop asks for, and where that was read: GNOME's
     /// `org.gnome.desktop.interface color-scheme` (through `gsettings`, when it answers within
     /// a second), then GTK's `gtk-application-prefer-dark-theme` or a `gtk-theme-name` ending in
-    /// `-dark` in `$XDG_CONFIG_HOME/gtk-3.0/settings.ini` (or gtk-4.0), then GNOME's `gtk-theme`;
-    /// dark when nothing says.
+    /// `-dark` in `$XDG_CONFIG_HOME/gtk-3.0/settings.ini` (or gtk-4.0); dark when nothing says.
     package static func desktopPreference() -> (theme: LockTheme, source: String) {
         if let scheme = gsettings("color-scheme") {
             if scheme.contains("prefer-dark") { return (.dark, "color-scheme \(scheme)") }
@@ -99,9 +98,8 @@ package struct LockTheme: Equatable {
             }
             if let themeName { return themeName }
         }
-        if let theme = gsettings("gtk-theme"), theme.count > 2 {
-            return (theme.lowercased().contains("dark") ? .dark : .light, "gtk-theme \(theme)")
-        }
+        // Not GNOME's gtk-theme: gsettings answers its default ('Adwaita') when nobody chose
+        // one, which is no preference.
         return (.dark, "no desktop preference")
     }
 

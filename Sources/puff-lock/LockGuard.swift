@@ -194,6 +194,8 @@ final class LockGuard {
     private func closeSocket() {
         if socket >= 0 { close(socket) }
         socket = -1
+        // A closed descriptor left in the poll set would wake it at once, forever.
+        display.wakeDescriptors = [signals]
     }
 
     /// Starts a new child at once (after a second in a crash loop), already told it is locked.

@@ -170,6 +170,32 @@ struct LockCrashTests {
         #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
     }
 
+    /// Another client unmaps the covering window (any client may, by its id), which ends its
+    /// grabs: it is mapped and grabbed again, so keys still reach no other client and the
+    /// keypad still answers. (Without the new grab the keypad's clicks no longer reached the
+    /// locker, whose XInput2 pointer events come only through its grab: seen before the fix.)
+    @Test func anUnmappedCoverIsMappedAndGrabbedAgain() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try LockScreenTests.stage(user)
+        let server = try XServer(extra: ["-noreset"])
+        let session = try SessionWindow(server: server, directory: stage.fixture.root)
+        let locker = try LockScreenTests.Locker(stage: stage, user: user, server: server)
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        let found = try server.xdotool(["search", "--name", "^puff-lock$"])
+        let id = try #require(found.lines.first, "\(found.output)")
+        for _ in 0..<3 {
+            try server.xdotool(["windowunmap", id])
+            usleep(300_000)
+            try server.xdotool(["mousemove", "1100", "650", "key", "b", "click", "1"])
+            usleep(200_000)
+        }
+        #expect(try Self.covered(server))
+        #expect(session.count("KeyPress") == 0 && session.count("ButtonPress") == 0,
+                "input reached the session after the unmap: \(session.count("KeyPress")) keys")
+        try LockFaceTests.click("604917", server, locker)
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+    }
+
     /// Keys sent with XSendEvent (any client may send events to any window) to the
     /// authentication process's window are not taken: the child reads input only from its
     /// parent, and the parent's window, where they propagate, drops synthetic input. (Without

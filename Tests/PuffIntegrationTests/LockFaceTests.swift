@@ -115,7 +115,14 @@ struct LockFaceTests {
             kill(clock, SIGKILL)
             _ = try? TmuxPane.wait(clock)
         }
-        usleep(800_000)
+        // Mapped and painted before the lock copies the screen (slow on a loaded machine).
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let state = try run("/usr/bin/xwininfo", ["-display", server.display, "-name", "xclock"])
+            if state.output.contains("Map State: IsViewable") { break }
+            usleep(100_000)
+        }
+        usleep(500_000)
         let locker = try Locker(stage: stage, user: user, server: server, extra: ["--translucent", "--theme", theme])
         #expect(locker.waitFor("screen ready"), "\(locker.text)")
         usleep(300_000)

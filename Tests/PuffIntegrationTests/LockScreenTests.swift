@@ -28,7 +28,12 @@ struct LockScreenTests {
                 let deadline = Date().addingTimeInterval(10)
                 var ready = false
                 while !ready && Date() < deadline && childIsRunning(pid) {
-                    ready = try run("/usr/bin/xdpyinfo", ["-display", ":\(number)"]).status == 0
+                    // Ours, not another suite's server that took the number at the same moment:
+                    // the lock file names the server's pid.
+                    let owner = (try? String(contentsOfFile: "/tmp/.X\(number)-lock", encoding: .utf8))?
+                        .trimmingCharacters(in: .whitespacesAndNewlines)
+                    ready = false
+                    if owner == String(pid) { ready = try run("/usr/bin/xdpyinfo", ["-display", ":\(number)"]).status == 0 }
                     if !ready { usleep(100_000) }
                 }
                 if ready {
