@@ -18,9 +18,9 @@ final class LockGuard {
     /// Seconds a child may take from its start to `started` (pam_start), and to answer a ping
     /// in its event loop, and to come back from PAM once it said `busy`.
     static let startSeconds = 20.0
-    static let answerSeconds = 1.5
+    static let answerSeconds = 1.0
     static let busySeconds = 120.0
-    static let pingSeconds = 0.25
+    static let pingSeconds = 0.2
     /// A crash loop (this many starts within `loopWindow` seconds) waits a second between starts.
     static let loopStarts = 6
     static let loopWindow = 10.0
@@ -34,6 +34,9 @@ final class LockGuard {
     private var startedAt = 0.0
     private var lastHeard = 0.0
     private var lastPing = 0.0
+    /// When the watchdog last ran: a longer gap means this process was stopped (or starved),
+    /// so the child's silence meanwhile says nothing about the child.
+    private var lastWatch = 0.0
     private var busy = false
     private var saidStarted = false
     private var saidSuccess = false
@@ -135,10 +138,20 @@ final class LockGuard {
             return
         }
         let now = monotonicSeconds()
+        defer { lastWatch = now }
+        if now - lastWatch > 2 * Self.pingSeconds + 0.3 {
+            // This process did not run for a while: ask again before judging.
+            LockChannel.send(socket, .ping)
+            lastPing = now
+            lastHeard = max(lastHeard, now - Self.pingSeconds)
+            return
+        }
+        // A pong may be waiting unread (this process was busy or stopped since it came).
+        readChild()
         let silentFor = now - max(lastHeard, startedAt)
         let limit = !saidStarted ? Self.startSeconds : busy ? Self.busySeconds : Self.answerSeconds
         if silentFor > limit && lastPing > max(lastHeard, startedAt) {
-            Report.warn("the authentication process \(child) has not answered for \(Int(silentFor * 10) / 10) s; replacing it")
+            Report.warn("the authentication process \(child) has not answered for \((silentFor * 10).rounded() / 10) s; replacing it")
             killChild()
             restart()
             return

@@ -166,8 +166,12 @@ struct LockCrashTests {
         #expect(try Self.covered(server))
         #expect(session.count("KeyPress") == 0 && session.count("ButtonPress") == 0, "input reached the session")
         #expect(kill(locker.pid, SIGCONT) == 0)
+        usleep(1_500_000)
         try LockFaceTests.click("604917", server, locker)
         #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+        // Its own pause is not the child's silence: the child was not replaced (it was, when
+        // the watchdog judged a pong that waited unread while the parent was stopped).
+        #expect(locker.children.count == 1, "\(locker.text)")
     }
 
     /// Another client unmaps the covering window (any client may, by its id), which ends its
