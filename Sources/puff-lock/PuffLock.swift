@@ -198,6 +198,9 @@ struct PuffLock: ParsableCommand {
             Report.warn("\(error)")
             throw ExitCode(LockExit.cannotLock)
         }
+        // Programs that PAM modules start (pam_exec, helpers) get neither the channel nor the
+        // X connection.
+        _ = puff_cloexec_from(3)
         var picture: LockPicture?
         do {
             picture = try LockPicture(path: dir + "/pictures/" + name)

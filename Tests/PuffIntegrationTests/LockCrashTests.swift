@@ -150,6 +150,48 @@ struct LockCrashTests {
         }
     }
 
+    /// Every new child killed as soon as it is started, for three seconds (a crash loop): the
+    /// screen shows the parent's bare cover (the screenshot), stays covered, takes no input
+    /// for the session, the parent slows its restarts, and once the killing stops a child
+    /// draws and the passcode unlocks.
+    @Test func aCrashLoopKeepsTheBareCover() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try LockScreenTests.stage(user)
+        let server = try XServer(extra: ["-noreset"])
+        let session = try SessionWindow(server: server, directory: stage.fixture.root)
+        let locker = try LockScreenTests.Locker(stage: stage, user: user, server: server)
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        // A process of its own kills every child of the locker, every 10 ms, for 3 s, so that
+        // taking the screenshot does not hold up the killing.
+        let killer = try TmuxPane.spawn("/usr/bin/timeout", ["timeout", "3", "/bin/sh", "-c",
+            "while :; do for p in $(pgrep -P \(locker.pid)); do kill -KILL $p; done; sleep 0.01; done"])
+        usleep(1_500_000)
+        try server.xdotool(["mousemove", "1100", "650", "key", "b", "click", "1"])
+        try server.screenshot("lock-crash-loop-cover")
+        _ = try? TmuxPane.wait(killer)
+        let killed = locker.text.components(separatedBy: "was killed by signal 9").count - 1
+        #expect(try Self.covered(server))
+        #expect(killed >= 4, "\(killed) children killed in 3 s: \(locker.text)")
+        // The cover is the theme's plain background where the picture would be.
+        let middle = try LockFaceTests.pixel("lock-crash-loop-cover", 400, 400)
+        #expect(middle.0 < 40 && middle.1 < 40 && middle.2 < 40, "\(middle)")
+        // The child started last draws (the killing has stopped).
+        let deadline = Date().addingTimeInterval(20)
+        var drawn = false
+        while !drawn && Date() < deadline {
+            let text = locker.text
+            if let last = text.range(of: "started the authentication process", options: .backwards) {
+                drawn = text[last.upperBound...].contains("screen ready")
+            }
+            if !drawn { usleep(50_000) }
+        }
+        #expect(drawn, "\(locker.text)")
+        #expect(session.count("KeyPress") == 0 && session.count("ButtonPress") == 0, "input reached the session")
+        usleep(300_000)
+        try LockFaceTests.click("604917", server, locker)
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+    }
+
     /// The locking parent stopped: the screen stays covered and grabbed (the server keeps the
     /// grabs), keys reach no other client; continued, it unlocks with the passcode.
     @Test func aStoppedParentKeepsTheScreenLocked() throws {
