@@ -108,7 +108,9 @@ struct LockFaceTests {
     func theTranslucentBackground(_ theme: String) throws {
         let user = try TestUsers.ensure("puff-it-lena")
         let stage = try LockScreenTests.stage(user)
-        let server = try XServer()
+        // -noreset: without it the server resets when xdpyinfo (its readiness check) leaves,
+        // and an xclock connecting at that moment is refused.
+        let server = try XServer(extra: ["-noreset"])
         let clock = try TmuxPane.spawn("/usr/bin/xclock", ["xclock", "-display", server.display, "-bg", "red", "-fg", "yellow",
                                                           "-geometry", "420x700+0+60"])
         defer {
@@ -117,11 +119,12 @@ struct LockFaceTests {
         }
         // Mapped and painted before the lock copies the screen (slow on a loaded machine).
         let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            let state = try run("/usr/bin/xwininfo", ["-display", server.display, "-name", "xclock"])
-            if state.output.contains("Map State: IsViewable") { break }
-            usleep(100_000)
+        var viewable = false
+        while !viewable && Date() < deadline {
+            viewable = try run("/usr/bin/xwininfo", ["-display", server.display, "-name", "xclock"]).output.contains("Map State: IsViewable")
+            if !viewable { usleep(100_000) }
         }
+        try #require(viewable, "xclock did not show")
         usleep(500_000)
         let locker = try Locker(stage: stage, user: user, server: server, extra: ["--translucent", "--theme", theme])
         #expect(locker.waitFor("screen ready"), "\(locker.text)")

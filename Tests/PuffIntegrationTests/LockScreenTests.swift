@@ -24,7 +24,10 @@ struct LockScreenTests {
                 let pid = try TmuxPane.spawn("/usr/bin/Xvfb", ["Xvfb", ":\(number)", "-screen", "0", size + "x24", "-nolisten", "tcp",
                                                                   // No key repeat: on a loaded machine xdotool's key
                                                                   // release can come late enough to repeat a key.
-                                                                  "-ardelay", "60000"] + extra)
+                                                                  "-ardelay", "60000"]
+                                             // No reset when the readiness check (xdpyinfo) leaves: a
+                                             // client connecting during a reset is refused.
+                                             + (extra.contains("-noreset") ? extra : extra + ["-noreset"]))
                 let deadline = Date().addingTimeInterval(10)
                 var ready = false
                 while !ready && Date() < deadline && childIsRunning(pid) {
