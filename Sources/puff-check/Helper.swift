@@ -40,7 +40,7 @@ enum Helper {
                 return try Enrollment.run(operation, store, subject, account)
             case .remove:
                 return try Enrollment.remove(store, subject, account)
-            case .serviceQuery, .serviceVerify, .serviceTakeBack:
+            case .serviceQuery, .serviceVerify, .serviceLogin, .serviceTakeBack:
                 return HelperExit.usage  // Service.run, above
             }
         } catch {
