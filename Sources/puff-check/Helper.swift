@@ -65,24 +65,13 @@ enum Helper {
         // as root). Every other wrong answer stays counted, so this is no extra guess.
         if case .failure = outcome, let counted, kind == "passcode",
            SystemPassword.verify(user: account.name.value, proof: secret), try store.takeBack(counted) {
-            HelperLog.write(LOG_INFO, "user \(account.name): the system password was typed at Puff's prompt; "
-                            + "Puff's failure taken back")
+            HelperLog.write(LOG_INFO, Authenticator.CountedFailure.takenBackLine(user: account.name.value))
             // Still a refusal, with the counter as the take-back left it.
             let after = try store.subject(of: account).state
             let report = HelperReport(.failure(failures: after.failures, lock: after.lock), before: after)
             return write(report) ? HelperExit.refused : HelperExit.failure
         }
-        switch outcome {
-        case .success:
-            HelperLog.write(LOG_INFO, "user \(account.name): \(kind) accepted")
-        case .failure(let failures, _, let detail):
-            HelperLog.write(LOG_NOTICE, "user \(account.name): authentication failure (\(failures) in a row)"
-                            + (detail.isEmpty ? "" : "; " + detail))
-        case .passcodeRequired:
-            HelperLog.write(LOG_NOTICE, "user \(account.name): gesture refused unread, passcode required")
-        case .locked, .notEnrolled:
-            break
-        }
+        if let line = outcome.logLine(user: account.name.value, kind: kind) { HelperLog.write(line.priority, line.text) }
         let report = HelperReport(outcome, before: before)
         guard write(report) else { return HelperExit.failure }
         return report.exitStatus

@@ -69,7 +69,7 @@ enum Service {
                 }
                 let taken = try store.takeBack(failure)
                 if taken {
-                    HelperLog.write(LOG_INFO, "user \(user): the system password was typed at Puff's prompt; Puff's failure taken back")
+                    HelperLog.write(LOG_INFO, Authenticator.CountedFailure.takenBackLine(user: user))
                 }
                 return taken ? HelperExit.success : HelperExit.refused
             case .query, .verify, .enrollPasscode, .enrollGesture, .remove:
@@ -88,9 +88,8 @@ enum Service {
         let before = subject.state
         var counted: Authenticator.CountedFailure?
         let outcome = try store.attempt(secret, for: subject, counted: &counted)
-        if case .failure(let failures, _, let detail) = outcome {
-            HelperLog.write(LOG_NOTICE, "user \(user): authentication failure (\(failures) in a row)"
-                            + (detail.isEmpty ? "" : "; " + detail))
+        if case .failure = outcome, let line = outcome.logLine(user: user, kind: secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode") {
+            HelperLog.write(line.priority, line.text)
         }
         // The failure history (`puff-enroll status --user`), written here and not by the module,
         // whose process the user may be able to stop (su run by them) while it held the lock.
