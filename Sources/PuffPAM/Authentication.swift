@@ -141,8 +141,9 @@ extension ModuleContext {
         return conclude(outcome, login, backend, secret)
     }
 
-    /// What one login knows once the user and the route are decided.
-    private struct Login {
+    /// What one login knows once the user and the route are decided (a class: passed to each
+    /// step by reference, not copied with its options).
+    private final class Login {
         /// The user name, raw, as the application gave it ("" when it was not usable).
         let user: String
         /// The user name escaped for a log line.
@@ -152,10 +153,15 @@ extension ModuleContext {
         let route: StoreRoute
         /// Every account name gets the same prompt and messages.
         let discreet: Bool
+
+        init(user: String, forLog: String, options: PuffOptions, route: StoreRoute, discreet: Bool) {
+            (self.user, self.forLog, self.options, self.route, self.discreet) = (user, forLog, options, route, discreet)
+        }
     }
 
     /// Without root the helper checks the real uid's account only: asking for anyone else is
     /// refused here, before any prompt.
+    @inline(__always)
     private func refuseAnotherUser(_ login: Login, _ rawName: String?) -> ModuleResult? {
         let own = (try? Account.lookup(uid: getuid()))??.name.value
         guard let rawName, rawName == own else {
@@ -168,6 +174,7 @@ extension ModuleContext {
     /// The decision before the prompt, from the state the store read: not enrolled (ignored
     /// with `nullok`), and where the caller may know it, locked or refused, or a notice that
     /// only the passcode is accepted now. `nil`: prompt.
+    @inline(__always)
     private func decideBeforePrompt(_ login: Login, _ backend: Backend) -> ModuleResult? {
         let preflight = backend.state
         if let reason = preflight.notEnrolledReason {
@@ -206,6 +213,7 @@ extension ModuleContext {
     /// module accepts this same text as the system password, the failure is taken back), and
     /// added to the failure history when this process did the store work (a service call's
     /// helper wrote it itself: this process, which the user may stop, takes no lock of the store).
+    @inline(__always)
     private func keepForTakeBack(_ counted: Authenticator.CountedFailure, _ secret: borrowing SecureBytes, _ login: Login,
                                  _ session: StoreSession) {
         if login.route != .rootService { recordInHistory(counted, login.options, session) }
@@ -220,6 +228,7 @@ extension ModuleContext {
 
     /// The outcome of the attempt: its one log line, the message after the reply (in a discreet
     /// service the one every account gets for this kind of reply), the audit record, the result.
+    @inline(__always)
     private func conclude(_ outcome: Authenticator.Outcome, _ login: Login, _ backend: Backend,
                           _ secret: borrowing SecureBytes) -> ModuleResult {
         let noun = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"

@@ -146,7 +146,8 @@ public final class HelperBackend: CredentialBackend {
     /// no `authsucc` line to take a failure back).
     public func attempt(_ secret: borrowing SecureBytes,
                         counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
-        guard let login else { return try client.verify(secret, counted: &counted) }
+        counted = nil
+        guard let login else { return try client.verify(secret) }
         return try login.verify(secret, counted: &counted)
     }
 

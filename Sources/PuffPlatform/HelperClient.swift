@@ -53,27 +53,22 @@ public struct HelperClient: Sendable {
         self.service = service
     }
 
-    /// The state before the prompt.
+    /// The state before the prompt, for the caller's own account (a service caller's is the
+    /// first answer of its `login()`).
     public func query() throws(StoreError) -> CredentialState {
-        let (status, output) = try run(service == nil ? .query : .serviceQuery, fields: service?.fields ?? [])
+        guard service == nil else { throw .unsafe(path: path, reason: "a service caller's state is part of its login") }
+        let (status, output) = try run(.query, fields: [])
         return try HelperReport.state(status: status, output: output, helper: path)
     }
 
-    /// One attempt with `secret`. `counted` is the failure the helper counted for a service
-    /// caller (which its `authsucc` line may take back); a caller's own helper keeps it.
-    public func verify(_ secret: borrowing SecureBytes,
-                       counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
-        counted = nil
-        guard let service else {
-            let (status, output) = try secret.withBytes { bytes throws(StoreError) in
-                try HelperProcess(path: path).run(.verify, input: [bytes])
-            }
-            return try HelperReport.outcome(status: status, output: output, helper: path)
-        }
+    /// One attempt with `secret`, for the caller's own account (a service caller's attempt
+    /// goes through its `login()`).
+    public func verify(_ secret: borrowing SecureBytes) throws(StoreError) -> Authenticator.Outcome {
+        guard service == nil else { throw .unsafe(path: path, reason: "a service caller's attempt is part of its login") }
         let (status, output) = try secret.withBytes { bytes throws(StoreError) in
-            try run(.serviceVerify, fields: service.fields + service.originFields, frames: [bytes])
+            try HelperProcess(path: path).run(.verify, input: [bytes])
         }
-        return try Self.serviceOutcome(status: status, output: output, helper: path, counted: &counted)
+        return try HelperReport.outcome(status: status, output: output, helper: path)
     }
 
     /// A service call's answer to an attempt: the report, then the failure it counted, if any.
