@@ -49,29 +49,32 @@ public struct HelperProcess: Sendable {
     /// only this process's effective uid is.
     public func start(_ operation: HelperOperation) throws(StoreError) -> Running {
         if operation.isService { try checkOwnedByRoot() }
-        var toChild: [Int32] = [-1, -1]
-        var fromChild: [Int32] = [-1, -1]
         // Socket pairs both ways: MSG_NOSIGNAL needs a socket, and Glibc's module does not
         // import pipe2.
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &toChild) == 0 else {
-            throw failure("socketpair")
+        let toChild: (Int32, Int32), fromChild: (Int32, Int32)
+        do throws(Errno) {
+            toChild = try ChildProcess.socketPair()
+        } catch {
+            throw .system("socketpair", path: path, error)
         }
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fromChild) == 0 else {
-            let saved = errno
-            toChild.forEach { close($0) }
-            throw failure("socketpair", saved)
+        do throws(Errno) {
+            fromChild = try ChildProcess.socketPair()
+        } catch {
+            close(toChild.0)
+            close(toChild.1)
+            throw .system("socketpair", path: path, error)
         }
         let child: pid_t
         do throws(StoreError) {
-            child = try spawn(operation.rawValue, stdin: toChild[1], stdout: fromChild[1],
+            child = try spawn(operation.rawValue, stdin: toChild.1, stdout: fromChild.1,
                               asRoot: operation.isService && getuid() != 0)
         } catch {
-            (toChild + fromChild).forEach { close($0) }
+            [toChild.0, toChild.1, fromChild.0, fromChild.1].forEach { close($0) }
             throw error
         }
-        close(toChild[1])
-        close(fromChild[1])
-        return Running(path: path, child: child, input: toChild[0], output: fromChild[0])
+        close(toChild.1)
+        close(fromChild.1)
+        return Running(path: path, child: child, input: toChild.0, output: fromChild.0)
     }
 
     /// A started helper: its input and output sockets and its pid. Dropped before `finish`, it
@@ -90,21 +93,16 @@ public struct HelperProcess: Sendable {
         deinit {
             if input >= 0 { close(input) }
             if output >= 0 { close(output) }
-            if !reaped {
-                var status: Int32 = 0
-                while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-            }
+            if !reaped { _ = try? ChildProcess.wait(child) }
         }
 
         /// Sends the buffers of `input` one after the other on the helper's stdin.
         public func send(_ buffers: [UnsafeRawBufferPointer]) throws(StoreError) {
             for bytes in buffers {
-                var done = 0
-                while done < bytes.count, let base = bytes.baseAddress {
-                    let sent = Glibc.send(input, base + done, bytes.count - done, Int32(MSG_NOSIGNAL))
-                    if sent < 0 && errno == EINTR { continue }
-                    guard sent > 0 else { throw .system("send", path: path, Errno(errno)) }
-                    done += sent
+                do throws(Errno) {
+                    try FileDescriptor.sendAll(input, bytes)
+                } catch {
+                    throw .system("send", path: path, error)
                 }
             }
         }
@@ -135,9 +133,11 @@ public struct HelperProcess: Sendable {
             shutdown(input, Int32(SHUT_WR))
             let rest = readOutput()
             reaped = true
-            var status: Int32 = 0
-            while waitpid(child, &status, 0) < 0 {
-                guard errno == EINTR else { throw .system("waitpid", path: path, Errno(errno)) }
+            let status: Int32
+            do throws(Errno) {
+                status = try ChildProcess.wait(child)
+            } catch {
+                throw .system("waitpid", path: path, error)
             }
             // WIFEXITED / WEXITSTATUS, spelled out (they are C macros).
             guard status & 0x7f == 0 else { throw .unsafe(path: path, reason: "the helper was killed by signal \(status & 0x7f)") }

@@ -84,16 +84,7 @@ enum Helper {
 
     /// Writes `bytes` to standard output.
     static func write(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { buffer -> Bool in
-            var done = 0
-            while done < buffer.count, let base = buffer.baseAddress {
-                let wrote = Glibc.write(1, base + done, buffer.count - done)
-                if wrote < 0 && errno == EINTR { continue }
-                guard wrote > 0 else { return false }
-                done += wrote
-            }
-            return true
-        }
+        bytes.withUnsafeBytes { buffer in (try? FileDescriptor.writeAll(1, buffer)) != nil }
     }
 
     /// Standard input into wiped memory: non-empty and at most `maximumSecretLength` bytes.
