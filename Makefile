@@ -17,6 +17,9 @@ LIBDIR      ?= $(PREFIX)/lib/$(MULTIARCH)
 # Fleet mode's LDAP client (puff_ldap.c with libldap), loaded by the module and the helper only
 # when `backend = ldap` is set; `ldap_library` in puff.conf overrides the path.
 LDAP_LIBRARY := $(LIBDIR)/puff/puff-ldap.so
+# Tpm mode's TPM client (puff_tpm.c with libtss2), loaded by the helper only when the store's key
+# is sealed in the TPM; installed beside puff-ldap.so (`tpm_library` in puff.conf overrides it).
+TPM_LIBRARY := $(LIBDIR)/puff/puff-tpm.so
 SWIFT       ?= swift
 SWIFTC      ?= swiftc
 
@@ -39,7 +42,7 @@ EMBEDDED_LIBDIR := $(shell d=$$(dirname "$$(readlink -f "$$(command -v $(SWIFTC)
 EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARGET) -wmo -Osize -lto=llvm-full \
 	-Xfrontend -function-sections -Xfrontend -disable-all-autolinking -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM \
 	-I Sources/CAudit -I Sources/CPuffBuild/include -I Sources/CSpawn/include -I Sources/CModuleStart/include -I Sources/CHelperStart/include \
-	-I Sources/CLDAP/include
+	-I Sources/CLDAP/include -I Sources/CTPM/include
 EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -Xlinker --as-needed -Xlinker -lsodium -Xlinker -lpam -Xlinker -laudit -use-ld=lld -Xlinker --gc-sections \
 	-Xlinker --icf=safe -Xlinker -mllvm -Xlinker -enable-machine-outliner=always -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro -Xlinker --build-id
@@ -53,6 +56,7 @@ BUILD_DEFINES := -Xcc -DPUFF_VERSION='"$(VERSION)"' -Xcc -DPUFF_SBINDIR='"$(BIND
 DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
 	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl scdoc libaudit-dev \
 	slapd ldap-utils libldap2-dev \
+	libtss2-dev swtpm swtpm-tools tpm2-tools \
 	libx11-dev libxi-dev libxrandr-dev libcairo2-dev fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils x11-xserver-utils
 # What `make deb` and `make deb-test` need besides DEBIAN_DEPS.
 DEB_DEPS    := debhelper fakeroot dpkg-dev lintian man-db
@@ -87,7 +91,7 @@ install-packages:
 		exit $$status; \
 	fi
 
-module: deps build/pam_puff.so build/puff-ldap.so
+module: deps build/pam_puff.so build/puff-ldap.so build/puff-tpm.so
 
 # The embedded compiler and linker flags, as a stamp that changes only when they do: every
 # embedded object depends on Glibc.o, so a change of flags rebuilds them all.
@@ -136,6 +140,20 @@ $(EMBEDDED)/CLDAP.o: Sources/CLDAP/puff_ldap_loader.c Sources/CLDAP/include/puff
 	mkdir -p $(EMBEDDED)
 	cc -O2 -fPIC -Wall -I Sources/CLDAP/include -c $< -o $@
 
+# Tpm mode's TPM client: the helper links only its loader (CTPM.o), which opens puff-tpm.so
+# when a sealed key is read; libtss2 is not in its DT_NEEDED. The module has no TPM code at all
+# (its PuffPlatform is compiled with -D PUFF_MODULE, below): libtss2 reads TSS2_LOGFILE from the
+# environment, which in su is the user's, so tpm mode goes through the helper.
+$(EMBEDDED)/CTPM.o: Sources/CTPM/puff_tpm_loader.c Sources/CTPM/include/puff_tpm.h
+	mkdir -p $(EMBEDDED)
+	cc -O2 -fPIC -Wall -I Sources/CTPM/include -c $< -o $@
+
+build/puff-tpm.so: Sources/CTPM/puff_tpm.c Sources/CTPM/include/puff_tpm.h
+	mkdir -p build
+	cc -O2 -fPIC -Wall -fvisibility=hidden -shared -I Sources/CTPM/include $< -o $@ \
+		-Wl,-Bsymbolic -Wl,-z,now -Wl,-z,relro -Wl,--as-needed -ltss2-esys -ltss2-tctildr -ltss2-rc
+	chmod 0644 $@
+
 ldap-library: deps build/puff-ldap.so
 
 build/puff-ldap.so: Sources/CLDAP/puff_ldap.c Sources/CLDAP/include/puff_ldap.h
@@ -151,16 +169,24 @@ $(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/sys
 	ld -r $(EMBEDDED)/start.o $(EMBEDDED)/system_password.o -o $@
 
 $(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h Sources/CLDAP/include/puff_ldap.h \
+		Sources/CTPM/include/puff_tpm.h \
 		Sources/CSpawn/include/puff_spawn.h $(EMBEDDED)/PuffCore.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPlatform -emit-module -emit-module-path $(EMBEDDED)/PuffPlatform.swiftmodule \
 		-c $(PLATFORM_SOURCES) -o $@
 
 # NODELETE, kept from the full-runtime build (whose runtime could not be unloaded): pam_end's
 # dlclose leaves the module mapped, so a host that authenticates again does not load it again.
-build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
+# The module's own PuffPlatform: the same sources without the TPM client (-D PUFF_MODULE).
+$(EMBEDDED)/module/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h Sources/CLDAP/include/puff_ldap.h \
+		Sources/CSpawn/include/puff_spawn.h $(EMBEDDED)/PuffCore.o
+	mkdir -p $(EMBEDDED)/module
+	$(SWIFTC) $(EMBEDDED_FLAGS) -D PUFF_MODULE -parse-as-library -module-name PuffPlatform -emit-module \
+		-emit-module-path $(EMBEDDED)/module/PuffPlatform.swiftmodule -c $(PLATFORM_SOURCES) -o $@
+
+build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/module/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
 		$(EMBEDDED)/CLDAP.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
-	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPAM -emit-library -o $(EMBEDDED)/pam_puff.so \
-		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o \
+	$(SWIFTC) -I $(EMBEDDED)/module $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPAM -emit-library -o $(EMBEDDED)/pam_puff.so \
+		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/module/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o \
 		$(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o \
 		$(EMBEDDED_LINK) \
 		-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map -Xlinker -z -Xlinker nodelete
@@ -168,10 +194,10 @@ build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.m
 	install -m 0644 $(EMBEDDED)/pam_puff.so $@
 
 build/puff-check: $(HELPER_SOURCES) Sources/CPAM/shim.h $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/HelperStart.o \
-		$(EMBEDDED)/CLDAP.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
+		$(EMBEDDED)/CLDAP.o $(EMBEDDED)/CTPM.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name puff_check -o $(EMBEDDED)/puff-check \
 		$(HELPER_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o \
-		$(EMBEDDED)/HelperStart.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o \
+		$(EMBEDDED)/CTPM.o $(EMBEDDED)/HelperStart.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o \
 		$(EMBEDDED_LINK) -Xlinker -pie
 	mkdir -p build
 	install -m 0755 $(EMBEDDED)/puff-check $@
@@ -190,7 +216,7 @@ cli: deps
 # The setuid helper, Embedded Swift like the module (rules above): no Swift runtime to read
 # SWIFT_* variables or to load, and no RUNPATH (a setuid binary must not load libraries from a
 # toolchain path or from beside itself).
-helper: deps build/puff-check build/puff-ldap.so
+helper: deps build/puff-check build/puff-ldap.so build/puff-tpm.so
 
 build: module cli helper
 
@@ -231,7 +257,8 @@ test: module helper
 	cc -O2 -fno-builtin -Wall -o build/ceil-test Tests/Embedded/ceil-test.c -lm && build/ceil-test
 	$(SWIFT) build --build-tests
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_HELPER=$(CURDIR)/build/puff-check \
-		PUFF_LDAP_LIBRARY=$(CURDIR)/build/puff-ldap.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
+		PUFF_LDAP_LIBRARY=$(CURDIR)/build/puff-ldap.so PUFF_TPM_LIBRARY=$(CURDIR)/build/puff-tpm.so \
+		PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
 		$(HERMETIC) --label test --time-limit $(TEST_TIME_LIMIT) -- $(SWIFT) test --skip-build --disable-xctest
 
 demo: build
@@ -324,6 +351,7 @@ install-files:
 	install -s -m 4755 build/puff-check $(DESTDIR)$(BINDIR)/puff-check
 	install -d $(DESTDIR)$(LIBDIR)/puff
 	install -s -m 0644 build/puff-ldap.so $(DESTDIR)$(LDAP_LIBRARY)
+	install -s -m 0644 build/puff-tpm.so $(DESTDIR)$(TPM_LIBRARY)
 	install -m 0755 build/puff-pad $(DESTDIR)$(USERBINDIR)/puff-pad
 	install -d $(DESTDIR)/etc/pam.d
 	install -m 0644 pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-enroll
@@ -365,7 +393,7 @@ install-locker-files:
 # Removes what `make install` put in place; the enrollments and counters stay (say so).
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_puff.so $(DESTDIR)$(BINDIR)/puff-enroll $(DESTDIR)$(BINDIR)/puff-check \
-		$(DESTDIR)$(LDAP_LIBRARY) \
+		$(DESTDIR)$(LDAP_LIBRARY) $(DESTDIR)$(TPM_LIBRARY) \
 		$(DESTDIR)$(USERBINDIR)/puff-pad $(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-pad \
 		$(DESTDIR)$(SHAREDIR)/pam-configs/puff $(DESTDIR)$(SHAREDIR)/pam-configs/puff-authsucc \
 		$(DESTDIR)$(USERBINDIR)/puff-lock $(DESTDIR)/etc/pam.d/puff-lock

@@ -37,7 +37,7 @@ extension ModuleContext {
             case .crypto: PAM_SYSTEM_ERR
             case .system(_, _, let errno) where errno.rawValue == ENOMEM: PAM_BUF_ERR
             case .system, .unsafe, .tooLarge, .format, .lockTimeout, .wrongOwner, .tampered, .directory,
-                 .directoryUnreachable: PAM_AUTHINFO_UNAVAIL
+                 .directoryUnreachable, .tpm: PAM_AUTHINFO_UNAVAIL
             }
         }
     }

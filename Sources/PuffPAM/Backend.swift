@@ -3,9 +3,10 @@ import PuffCore
 import PuffPlatform
 
 /// The module's choice of `CredentialBackend`: the files store in this process when the module
-/// runs as root; fleet mode as root through the helper's service calls (the module links no
-/// directory client); without root, the setuid helper, which then checks only the account of
-/// its caller's real uid. One enum that forwards, so `authenticate` is compiled once, not once
+/// runs as root; fleet mode and tpm mode as root through the helper's service calls (the module
+/// links no directory client and no TPM client: libtss2 reads TSS2_LOGFILE from the
+/// environment, the user's in su); without root, the setuid helper, which then checks only the
+/// account of its caller's real uid. One enum that forwards, so `authenticate` is compiled once, not once
 /// per backend.
 enum Backend: CredentialBackend {
     case local(LocalBackend)
@@ -21,7 +22,12 @@ enum Backend: CredentialBackend {
         if unprivileged { return .helper(try HelperBackend(HelperClient(path: options.helperPath))) }
         let authenticator = Authenticator(options: options, session: session)
         // A name that is no user name is refused here as in the files store, without a helper.
-        guard options.directory.isEnabled, UserName(userName) != nil else {
+        // Tpm mode costs one openat in file mode (the sealed key's file, absent).
+        var keyInTPM = false
+        if !options.directory.isEnabled {
+            keyInTPM = try RecordStore(directory: options.recordDirectory, session: session).hostKeyIsSealed()
+        }
+        guard options.directory.isEnabled || keyInTPM, UserName(userName) != nil else {
             return .local(try LocalBackend(authenticator, userName: userName))
         }
         let client = HelperClient(path: options.helperPath, service: .init(user: userName, arguments: arguments))

@@ -183,7 +183,7 @@ public struct Authenticator {
             return .notEnrolled
         case .enrolled(let enrolled):
             let account = enrolled.account
-            guard let hostKey = try records.loadHostKey() else {
+            guard let hostKey = try hostKey() else {
                 throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
             }
             let isRoot = account.uid == 0
@@ -451,7 +451,7 @@ public struct Authenticator {
     public func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
         // The host key if there is one, so the cost matches a real attempt.
         let key: SecureBytes
-        switch try records.loadHostKey() {
+        switch try hostKey() {
         case .some(let stored): key = stored
         case .none: key = try SecureBytes(count: PasscodeHasher.keyLength)
         }
@@ -466,7 +466,7 @@ public struct Authenticator {
     public func storePasscode(_ passcode: borrowing SecureBytes, type: PasscodeType,
                               for account: Account) throws(StoreError) {
         if options.directory.isEnabled { return try fleetStorePasscode(passcode, type: type, for: account) }
-        let hostKey = try records.loadOrCreateHostKey()
+        let hostKey = try hostKeyCreatingIfMissing()
         let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
         let hash = try hasher.hash(prehash)
         try counters.update(account.name) { tally, save throws(StoreError) in
@@ -486,7 +486,7 @@ public struct Authenticator {
     /// records both (keeping the record's passcode), under the user's counter lock.
     public func storeGesture(_ template: GestureTemplate, picture: [UInt8], for account: Account) throws(StoreError) {
         if options.directory.isEnabled { return try fleetStoreGesture(template, picture: picture, for: account) }
-        let hostKey = try records.loadOrCreateHostKey()
+        let hostKey = try hostKeyCreatingIfMissing()
         let sealed = try GestureSealing.seal(template, for: account, hostKey: hostKey)
         try counters.update(account.name) { _, _ throws(StoreError) in
             var record = try records.load(account) ?? UserRecord(user: account.name, uid: account.uid, passcode: nil)
@@ -503,7 +503,7 @@ public struct Authenticator {
     /// Opens `account`'s sealed template (for the debug view); `nil` when none is enrolled.
     public func openGesture(of account: Account) throws(StoreError) -> (template: GestureTemplate, picture: [UInt8]?)? {
         guard let record = try records.load(account), let gesture = record.gesture else { return nil }
-        guard let hostKey = try records.loadHostKey() else {
+        guard let hostKey = try hostKey() else {
             throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
         }
         let template = try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: hostKey,
