@@ -2,11 +2,13 @@
 //
 // The layout is the architecture:
 //   PuffCore      pure logic: passcode rules, lockout arithmetic, record and config formats (no I/O, no C)
-//   PuffPlatform  syscalls, trusted files, locks, libsodium; the stores and the authentication flow
+//   PuffPlatform  syscalls, trusted files, locks, libsodium; the files store and the one attempt engine
+//   PuffFleet     fleet mode: the directory client, its counters, the offline cache (helper and CLI only)
 //   PuffPAM       the PAM boundary: C entry points, the conversation, one mapping to PAM codes
 //   puff-enroll   the command-line tool
 //   puff-check    the setuid helper through which unprivileged callers reach the store
 //   puff-pad      the terminal pad: gestures drawn on the picture, a PAM login
+//   PuffScreen    the lock screen's drawing and input (Xlib, cairo): puff-lock and the LightDM greeter
 //   puff-lock     the X11 screen locker: the picture password on the desktop
 // The module is linked with the Swift runtime statically by the Makefile (see `make module`);
 // those flags break `swift test` linking, so they stay out of this file.
@@ -60,25 +62,33 @@ let package = Package(
         .target(name: "PuffCore"),
         // libaudit: records for locks and administrator resets, as pam_faillock sends.
         .systemLibrary(name: "CAudit", path: "Sources/CAudit", providers: [.apt(["libaudit-dev"])]),
-        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CLDAP", "CTPM", "CPAM", "CSpawn"]),
+        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CTPM", "CPAM", "CSpawn"]),
+        // Fleet mode (`backend = ldap`): the directory client, the fleet's counters and the
+        // offline cache. Only the helper and puff-enroll depend on it: the module cannot
+        // import it, so it cannot link the directory client.
+        .target(name: "PuffFleet", dependencies: ["PuffCore", "PuffPlatform", "CLDAP"]),
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CModuleStart"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [
-            "PuffCore", "PuffPlatform",
+            "PuffCore", "PuffPlatform", "PuffFleet",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The setuid-root helper for unprivileged callers (like pam_unix's unix_chkpwd): no
         // Foundation, no argument parser; libpam only for the system-password proof.
-        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CHelperStart"]),
+        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "PuffFleet", "CPAM", "CHelperStart"]),
         // The terminal pad: draws gestures on the picture and runs a PAM login; not setuid.
         .executableTarget(name: "puff-pad", dependencies: [
             "PuffCore", "PuffPlatform", "CPAM", "CStb", "CChafa", "CPuffBuild",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // The lock screen: the covering windows, the grabs and the input, the layout and the
+        // cairo drawing of the picture and the keypad, and the per-prompt screen (LockSession);
+        // shared by puff-lock and the LightDM greeter, so both show the same thing.
+        .target(name: "PuffScreen", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CStb", "CLockX"]),
         // The X11 screen locker: runs as the user, authenticates through PAM (so through
         // puff-check), draws with cairo.
         .executableTarget(name: "puff-lock", dependencies: [
-            "PuffCore", "PuffPlatform", "CPAM", "CStb", "CLockX",
+            "PuffCore", "PuffPlatform", "PuffScreen", "CPAM", "CStb", "CLockX",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Seeded randomness and trigonometry for the gesture simulations and tests (not for secrets).

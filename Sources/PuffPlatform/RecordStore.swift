@@ -138,7 +138,7 @@ public struct RecordStore {
         return try StoreKey.read(Self.hostKeyName, in: root.trusted, tpm: tpm)
     }
 
-    /// Whether the host key is sealed in the TPM (tpm mode; a clear copy beside it wins).
+    /// Whether the host key is sealed in the TPM (tpm mode).
     public func hostKeyIsSealed() throws(StoreError) -> Bool {
         guard let root = try session.directory(directory) else { return false }
         return try StoreKey.isSealed(Self.hostKeyName, in: root.trusted)

@@ -6,9 +6,9 @@ import PuffCore
 /// file's (root-owned, no symbolic link), the file opened without following one. The C loader
 /// checks that descriptor (regular, root-owned, not group/other-writable) and loads that very
 /// file through /proc/self/fd, so it cannot be swapped in between.
-enum TrustedLibrary {
+package enum TrustedLibrary {
     /// Opens `path` for a loader; the error is the reason, for the caller's message.
-    static func open(_ path: String) throws(LoadFailure) -> FileDescriptor {
+    package static func open(_ path: String) throws(LoadFailure) -> FileDescriptor {
         let bytes = Array(path.utf8)
         guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")), slash + 1 < bytes.count else {
             throw LoadFailure(reason: "not the path of a file")
@@ -29,12 +29,12 @@ enum TrustedLibrary {
     }
 
     /// Why a library could not be opened or loaded.
-    struct LoadFailure: Error {
-        var reason: String
+    package struct LoadFailure: Error {
+        package var reason: String
     }
 
     /// The C string a loader left in `buffer`, or `fallback`.
-    static func text(_ buffer: [CChar], or fallback: String) -> String {
+    package static func text(_ buffer: [CChar], or fallback: String) -> String {
         buffer.withUnsafeBufferPointer { $0.baseAddress.flatMap { String(validatingCString: $0) } } ?? fallback
     }
 }

@@ -36,11 +36,12 @@ public enum StoreKey {
         return .none
     }
 
-    /// Whether the key is sealed (and no clear copy beside it): what the module asks before it
-    /// decides to hand the login to the helper. One openat in file mode.
+    /// Whether a sealed copy of the key exists: what the module asks before it hands the login
+    /// to the helper (which prefers a clear copy beside it, if a killed move left one). One
+    /// openat in file mode.
+    @inline(never)
     public static func isSealed(_ name: String, in directory: borrowing TrustedDirectory) throws(StoreError) -> Bool {
-        guard try directory.openFile(sealedName(name), .rootPrivate(maximumSize: maximumSealedSize)) != nil else { return false }
-        return try directory.openFile(name, .rootPrivate(maximumSize: PasscodeHasher.keyLength)) == nil
+        try directory.openFile(sealedName(name), .rootPrivate(maximumSize: maximumSealedSize)) != nil
     }
 
     /// The key, from the file or from the TPM; `nil` when there is neither. A key of the wrong
@@ -56,11 +57,8 @@ public enum StoreKey {
             return key
         }
         #if PUFF_MODULE
-        // The module hands tpm mode to puff-check (Backend.swift); a path that still got here
-        // fails closed.
-        guard try directory.openFile(sealedName(name), .rootPrivate(maximumSize: maximumSealedSize)) == nil else {
-            throw .tpm("pam_puff.so does not unseal \(path) itself (puff-check does)")
-        }
+        // The module hands tpm mode to puff-check (StoreRoute, Authentication.swift) and never
+        // reads a sealed key: without a clear one it has none (an attempt then fails closed).
         return nil
         #else
         guard let sealed = try readSealed(name, in: directory) else { return nil }
