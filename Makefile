@@ -317,20 +317,28 @@ fuzz: deps
 # SIGKILL at every openat/flock/write/pwrite64/fsync/renameat of a login or an enrollment,
 # then random-time kill -9; checks that no file is torn, lost or rolled back.
 KILL_ITERATIONS ?= 1000
-killsweep: module
+# The same campaign in tpm mode (the host key in swtpm), smaller: every login spawns the helper.
+KILL_TPM_ITERATIONS ?= 200
+killsweep: module helper
 	$(SWIFT) build --product puff-pam-harness
 	$(SWIFT) build --product puff-enroll
 	KILL_ITERATIONS=$(KILL_ITERATIONS) PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
 		$(HERMETIC) --label killsweep -- bash scripts/killsweep.sh
+	KILL_ITERATIONS=$(KILL_TPM_ITERATIONS) PUFF_SWEEP_TPM=1 PUFF_MODULE=$(CURDIR)/build/pam_puff.so \
+		PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label killsweep-tpm -- bash scripts/killsweep.sh
 
 # ENOSPC/EIO/EACCES injected into one system call at a time: never a success, nothing lost.
 # FAULT_ITERATIONS bounds the runs (empty: all of them).
 FAULT_ITERATIONS ?=
-faults: module
+# The same in tpm mode (the host key in swtpm; also connect/sendto/recvfrom to the TPM).
+FAULT_TPM_ITERATIONS ?= 300
+faults: module helper
 	$(SWIFT) build --product puff-pam-harness
 	$(SWIFT) build --product puff-enroll
 	FAULT_ITERATIONS=$(FAULT_ITERATIONS) PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
 		$(HERMETIC) --label faults -- bash scripts/faults.sh
+	FAULT_ITERATIONS=$(FAULT_TPM_ITERATIONS) PUFF_SWEEP_TPM=1 PUFF_MODULE=$(CURDIR)/build/pam_puff.so \
+		PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label faults-tpm -- bash scripts/faults.sh
 
 # memcheck over pamtester and the threaded harness loading build/pam_puff.so (scripts/valgrind.sh).
 valgrind: module
@@ -386,6 +394,7 @@ install-files:
 	install -m 0644 docs/fail2ban/filter.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d/puff.conf
 	install -m 0644 docs/fail2ban/jail.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d/puff.conf
 	install -m 0644 docs/fleet.md $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/fleet.md
+	install -m 0644 docs/protection-at-rest.md $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/protection-at-rest.md
 	install -d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/ldap
 	install -m 0644 ldap/puff.ldif ldap/99puff.ldif $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/ldap/
 
