@@ -115,7 +115,9 @@ run_operation() {
 # would flush them), and the key never rests in the clear.
 after_run() {
     [ "$tpm_mode" = 1 ] || return 0
-    tpm2_flushcontext -s -T "$tcti" >/dev/null 2>&1 || true
+    tpm2_flushcontext -l -T "$tcti" >/dev/null 2>&1 || true   # loaded sessions (a StartAuthSession's)
+    tpm2_flushcontext -s -T "$tcti" >/dev/null 2>&1 || true   # saved sessions
+    tpm2_flushcontext -t -T "$tcti" >/dev/null 2>&1 || true   # transient objects (tpm enable's)
     if [ -e "$work/etc/host.key" ]; then violation "tpm mode: a clear host.key appeared"; fi
 }
 
