@@ -237,7 +237,7 @@ public final class DirectoryConnection {
         }
         let message = "\(what): \(text) [LDAP \(code)]"
         guard isUnreachable(code) else { return .directory(message) }
-        return confirmedUnreachable(message, settings)
+        return confirmedUnreachable(code, message, settings)
     }
 
     /// libldap's "cannot contact" also covers failures of this host that a local user can
@@ -246,7 +246,12 @@ public final class DirectoryConnection {
     /// to every server address again from a fresh socket, finds each refused, silent or
     /// without a route (issue 27, item 3); a local failure, or a server that accepts the
     /// connection after all, fails closed and never turns to the cache.
-    private static func confirmedUnreachable(_ message: String, _ settings: DirectorySettings) -> StoreError {
+    ///
+    /// A server that accepts the connection but let an operation time out (LDAP_TIMEOUT: hung,
+    /// stopped, overloaded) is out of reach too: a timeout is a wait that ran out, which no
+    /// local resource failure produces. Any other failure on a connection that can be made (a
+    /// TLS handshake or certificate that fails) fails closed.
+    private static func confirmedUnreachable(_ code: Int32, _ message: String, _ settings: DirectorySettings) -> StoreError {
         var buffer = [CChar](repeating: 0, count: 256)
         let found = settings.uris.joined(separator: " ").withCString { uris in
             puff_ldap_probe(uris, Int32(clamping: settings.networkTimeout * 1000), &buffer, buffer.count)
@@ -255,6 +260,8 @@ public final class DirectoryConnection {
         switch found {
         case Int32(PUFF_LDAP_PROBE_REMOTE):
             return .directoryUnreachable(message)
+        case Int32(PUFF_LDAP_PROBE_REACHABLE) where code == -5:
+            return .directoryUnreachable(message + " (the server accepts connections but does not answer)")
         case Int32(PUFF_LDAP_PROBE_REACHABLE):
             return .directory(message + "; a server accepts connections, so the directory is not out of reach: failing closed")
         default:
