@@ -7,6 +7,7 @@
 //   puff-enroll   the command-line tool
 //   puff-check    the setuid helper through which unprivileged callers reach the store
 //   puff-pad      the terminal pad: gestures drawn on the picture, a PAM login
+//   PuffScreen    the lock screen's drawing and input (Xlib, cairo): puff-lock and the LightDM greeter
 //   puff-lock     the X11 screen locker: the picture password on the desktop
 // The module is linked with the Swift runtime statically by the Makefile (see `make module`);
 // those flags break `swift test` linking, so they stay out of this file.
@@ -70,10 +71,14 @@ let package = Package(
             "PuffCore", "PuffPlatform", "CPAM", "CStb", "CChafa", "CPuffBuild",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // The lock screen: the covering windows, the grabs and the input, the layout and the
+        // cairo drawing of the picture and the keypad, and the per-prompt screen (LockSession);
+        // shared by puff-lock and the LightDM greeter, so both show the same thing.
+        .target(name: "PuffScreen", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CStb", "CLockX"]),
         // The X11 screen locker: runs as the user, authenticates through PAM (so through
         // puff-check), draws with cairo.
         .executableTarget(name: "puff-lock", dependencies: [
-            "PuffCore", "PuffPlatform", "CPAM", "CStb", "CLockX",
+            "PuffCore", "PuffPlatform", "PuffScreen", "CPAM", "CStb", "CLockX",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Seeded randomness and trigonometry for the gesture simulations and tests (not for secrets).

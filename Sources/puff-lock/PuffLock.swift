@@ -4,6 +4,7 @@ import CPAM
 import Glibc
 import PuffCore
 import PuffPlatform
+import PuffScreen
 
 /// Exit statuses of `puff-lock`.
 enum LockExit {

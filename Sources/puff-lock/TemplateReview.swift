@@ -2,6 +2,7 @@ import CLockX
 import Glibc
 import PuffCore
 import PuffPlatform
+import PuffScreen
 
 /// What `puff-lock --show` reads on stdin: the template about to be saved and the drawings it
 /// was built from, one per line, never on the command line or in the environment.

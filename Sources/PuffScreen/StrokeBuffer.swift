@@ -5,26 +5,26 @@ import PuffPlatform
 /// The gesture being drawn: up to 16 parts of up to 4,096 points each, in picture pixels, in
 /// one fixed buffer that is allocated once, locked in memory when possible and wiped with
 /// `explicit_bzero` on every clear, so a stroke leaves no copy behind after a submission.
-final class StrokeBuffer {
+package final class StrokeBuffer {
     /// One part: where its points sit in the buffer.
-    struct Part {
-        var kind: GesturePartKind
-        var start: Int
-        var count: Int
+    package struct Part {
+        package var kind: GesturePartKind
+        package var start: Int
+        package var count: Int
     }
 
-    static let pointsPerPart = GestureLimits.maximumWirePointsPerPart
-    static let capacity = GestureLimits.maximumParts * pointsPerPart
+    package static let pointsPerPart = GestureLimits.maximumWirePointsPerPart
+    package static let capacity = GestureLimits.maximumParts * pointsPerPart
     /// A press that moves less than this (screen pixels) before the release is a tap.
-    static let tapTravel = 6.0
+    package static let tapTravel = 6.0
 
     private let coordinates: UnsafeMutablePointer<Double>
-    private(set) var parts: [Part] = []
+    package private(set) var parts: [Part] = []
     private var drawing: Part?
     private var pressedAt: (x: Double, y: Double) = (0, 0)
     private var travel = 0.0
 
-    init() {
+    package init() {
         coordinates = .allocate(capacity: 2 * Self.capacity)
         coordinates.initialize(repeating: 0, count: 2 * Self.capacity)
         _ = mlock(coordinates, 2 * Self.capacity * MemoryLayout<Double>.stride)
@@ -37,20 +37,20 @@ final class StrokeBuffer {
         coordinates.deallocate()
     }
 
-    var isEmpty: Bool { parts.isEmpty && drawing == nil }
-    var isDrawing: Bool { drawing != nil }
-    var isFull: Bool { parts.count >= GestureLimits.maximumParts }
+    package var isEmpty: Bool { parts.isEmpty && drawing == nil }
+    package var isDrawing: Bool { drawing != nil }
+    package var isFull: Bool { parts.count >= GestureLimits.maximumParts }
 
     /// The parts to show: the finished ones and the one being drawn.
-    var visibleParts: [Part] { drawing.map { parts + [$0] } ?? parts }
+    package var visibleParts: [Part] { drawing.map { parts + [$0] } ?? parts }
 
-    func point(_ part: Part, _ index: Int) -> GesturePoint {
+    package func point(_ part: Part, _ index: Int) -> GesturePoint {
         let offset = 2 * (part.start + index)
         return GesturePoint(x: coordinates[offset], y: coordinates[offset + 1])
     }
 
     /// Starts a part at a press; false when the gesture already has 16 parts.
-    func begin(_ point: GesturePoint, screenX: Double, screenY: Double) -> Bool {
+    package func begin(_ point: GesturePoint, screenX: Double, screenY: Double) -> Bool {
         guard !isFull, drawing == nil else { return false }
         let start = parts.count * Self.pointsPerPart
         drawing = Part(kind: .path, start: start, count: 0)
@@ -62,7 +62,7 @@ final class StrokeBuffer {
 
     /// Adds a point while the button is held (a point equal to the last one is skipped; a
     /// full part keeps following the pointer with its last point).
-    func extend(_ point: GesturePoint, screenX: Double, screenY: Double) {
+    package func extend(_ point: GesturePoint, screenX: Double, screenY: Double) {
         guard let part = drawing else { return }
         travel = max(travel, hypot(screenX - pressedAt.x, screenY - pressedAt.y))
         if part.count > 0 && self.point(part, part.count - 1) == point { return }
@@ -71,7 +71,7 @@ final class StrokeBuffer {
 
     /// Ends the part at the release: a tap at the press point when the pointer hardly moved,
     /// a path otherwise.
-    func end(_ point: GesturePoint, screenX: Double, screenY: Double) {
+    package func end(_ point: GesturePoint, screenX: Double, screenY: Double) {
         extend(point, screenX: screenX, screenY: screenY)
         guard var part = drawing else { return }
         drawing = nil
@@ -98,7 +98,7 @@ final class StrokeBuffer {
     /// gesture is full, a part is being drawn or `points` is empty. Points past a part's
     /// capacity are dropped.
     @discardableResult
-    func appendPart(kind: GesturePartKind, points: some Collection<GesturePoint>) -> Bool {
+    package func appendPart(kind: GesturePartKind, points: some Collection<GesturePoint>) -> Bool {
         guard !isFull, drawing == nil, !points.isEmpty else { return false }
         var part = Part(kind: kind, start: parts.count * Self.pointsPerPart, count: 0)
         for point in points.prefix(Self.pointsPerPart) {
@@ -112,7 +112,7 @@ final class StrokeBuffer {
     }
 
     /// Removes the last part (or the one being drawn).
-    func removeLast() {
+    package func removeLast() {
         if let part = drawing {
             wipe(from: part.start, count: part.count)
             drawing = nil
@@ -122,7 +122,7 @@ final class StrokeBuffer {
     }
 
     /// Removes everything and wipes the buffer.
-    func removeAll() {
+    package func removeAll() {
         explicit_bzero(coordinates, 2 * Self.capacity * MemoryLayout<Double>.stride)
         parts.removeAll(keepingCapacity: true)
         drawing = nil
@@ -138,7 +138,7 @@ final class StrokeBuffer {
     /// The gesture in the wire format (docs/gesture-format.md), in a wiped-on-release buffer;
     /// nil when nothing was drawn or the gesture is not valid. The intermediate arrays are
     /// wiped in place before they are released.
-    func serialized(width: Int, height: Int) -> SecretBuffer? {
+    package func serialized(width: Int, height: Int) -> SecretBuffer? {
         guard !parts.isEmpty, drawing == nil else { return nil }
         var gesture = Gesture(width: width, height: height, parts: [])
         gesture.parts.reserveCapacity(parts.count)

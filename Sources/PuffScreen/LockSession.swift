@@ -7,34 +7,41 @@ import PuffPlatform
 /// The lock screen: answers the PAM conversation's prompts with what the user draws on the
 /// picture or types, and shows the module's messages.
 ///
+/// It runs no PAM itself: `converse` is the body of a `pam_conv` callback (puff-lock), and a
+/// program that gets its prompts elsewhere (a LightDM greeter) calls `show(message:isError:)`
+/// and `answer(_:echo:)` with them instead.
+///
 /// Each prompt runs the event loop until the user submits (Enter or ✓); nothing is ever
 /// submitted by itself except a fixed-length passcode at its last digit. A drawn gesture and
 /// a typed passcode never coexist: starting one wipes the other.
-final class LockSession {
-    let display: LockDisplay
-    let user: String
-    let picture: LockPicture?
-    let printLayout: Bool
+package final class LockSession {
+    package let display: LockDisplay
+    package let user: String
+    package let picture: LockPicture?
+    package let printLayout: Bool
     /// The bar's title.
-    let title: String
+    package let title: String
     /// `--draw`: Esc on an empty picture, or closing the window, cancels.
     private let cancellable: Bool
-    private(set) var cancelled = false
+    package private(set) var cancelled = false
     private let renderer: LockRenderer
     private let strokes = StrokeBuffer()
     private var field = SecretBuffer(capacity: 512)
     /// The module's messages not yet answered by a submission.
     private var messages: [LockScene.Message] = []
     /// Whether a prompt was answered, and how many messages came, since `startAttempt()`.
-    private(set) var answeredPrompt = false
-    private(set) var messagesThisAttempt = 0
+    package private(set) var answeredPrompt = false
+    package private(set) var messagesThisAttempt = 0
 
-    init(display: LockDisplay, user: String, picture: LockPicture?, printLayout: Bool,
-         title: String? = nil) {
+    /// `title`: the bar's title (default `Locked: USER`); `cancellable`: whether Esc on an empty
+    /// screen or closing the window cancels a prompt (default: when a title is given, as for
+    /// `--draw`).
+    package init(display: LockDisplay, user: String, picture: LockPicture?, printLayout: Bool,
+                 title: String? = nil, cancellable: Bool? = nil) {
         self.display = display
         self.user = user
         self.title = title ?? "Locked: \(user)"
-        cancellable = title != nil
+        self.cancellable = cancellable ?? (title != nil)
         self.picture = picture
         self.printLayout = printLayout
         renderer = LockRenderer(display: display)
@@ -86,17 +93,15 @@ final class LockSession {
 
     /// The `pam_conv` callback body: messages are kept for the screen (and written to stderr,
     /// where a session log keeps them), prompts are answered on the screen.
-    func converse(count: Int32, messages: UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
+    package func converse(count: Int32, messages: UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
                   responses: UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?) -> Int32 {
         ConversationReplies.answer(count: count, messages: messages, responses: responses) { style, text in
             switch style {
             case PAM_TEXT_INFO, PAM_ERROR_MSG:
                 Report.warn(text)
-                messagesThisAttempt += 1
-                self.messages.append(.init(text: Self.shown(text), isError: style == PAM_ERROR_MSG))
+                show(message: text, isError: style == PAM_ERROR_MSG)
                 return .shown
             case PAM_PROMPT_ECHO_OFF, PAM_PROMPT_ECHO_ON:
-                answeredPrompt = true
                 guard let secret = answer(text, echo: style == PAM_PROMPT_ECHO_ON) else { return .fail(PAM_CONV_ERR) }
                 return .secret(secret)
             default:
@@ -105,8 +110,15 @@ final class LockSession {
         }
     }
 
+    /// Keeps a module's message (PAM_TEXT_INFO, PAM_ERROR_MSG) for the screen, until the next
+    /// submission; drawn with the next prompt or `acknowledge()`.
+    package func show(message text: String, isError: Bool) {
+        messagesThisAttempt += 1
+        messages.append(.init(text: Self.shown(text), isError: isError))
+    }
+
     /// A module message as shown: without Puff's `Puff: ` prefix, starting with a capital.
-    static func shown(_ text: String) -> String {
+    package static func shown(_ text: String) -> String {
         var body = Substring(text)
         if body.hasPrefix("Puff: ") { body = body.dropFirst("Puff: ".count) }
         guard let first = body.first else { return "" }
@@ -114,13 +126,13 @@ final class LockSession {
     }
 
     /// Called before each `pam_authenticate`.
-    func startAttempt() {
+    package func startAttempt() {
         answeredPrompt = false
         messagesThisAttempt = 0
     }
 
     /// Adds a message of the locker's own (PAM errors).
-    func note(_ text: String) {
+    package func note(_ text: String) {
         guard messages.last?.text != text else { return }
         messages.append(.init(text: text, isError: true))
     }
@@ -130,7 +142,7 @@ final class LockSession {
     /// Shows the messages gathered so far and waits for a key or a click: after an attempt
     /// that asked nothing (a locked account, an unavailable service), the next one starts only
     /// when the user asks for it, so PAM is never called in a loop.
-    func acknowledge() {
+    package func acknowledge() {
         var scene = LockScene(title: title, prompt: "Locked", messages: messages)
         scene.hint = "Press a key or click to try again."
         scene.centred = true
@@ -176,7 +188,7 @@ final class LockSession {
     }
 
     /// `--print-layout`'s lines for the buttons: `puff-lock: button NAME X Y` (their centres).
-    static func buttonLines(_ layout: LockLayout) -> String {
+    package static func buttonLines(_ layout: LockLayout) -> String {
         var text = ""
         for (button, rect) in layout.buttons {
             let name: String
@@ -194,9 +206,16 @@ final class LockSession {
         return text
     }
 
-    /// Runs the screen for one prompt until the user submits. (When the X connection is lost,
-    /// Xlib's I/O error handler ends the process: nothing is answered.)
-    private func answer(_ text: String, echo: Bool) -> SecretBuffer? {
+    /// Runs the screen for one prompt (`text` as PAM or LightDM gives it; `echo` for a visible
+    /// answer) until the user submits; nil when cancelled (a cancellable session) or when the
+    /// prompt cannot be answered. Marks the prompt answered for `answeredPrompt`. (When the X
+    /// connection is lost, Xlib's I/O error handler ends the process: nothing is answered.)
+    package func answer(_ text: String, echo: Bool) -> SecretBuffer? {
+        answeredPrompt = true
+        return screen(for: text, echo: echo)
+    }
+
+    private func screen(for text: String, echo: Bool) -> SecretBuffer? {
         var request = self.request(for: text, echo: echo)
         if request.prompt.acceptsGesture && picture == nil {
             messages.append(.init(text: "No picture for \(user) in the Puff store: the gesture cannot be drawn.", isError: true))
@@ -326,8 +345,8 @@ final class LockSession {
     }
 
     /// `--draw`: one gesture drawn on the picture, in the wire format; nil when cancelled.
-    func drawGesture() -> SecretBuffer? {
-        answer("Puff gesture: ", echo: false)
+    package func drawGesture() -> SecretBuffer? {
+        screen(for: "Puff gesture: ", echo: false)
     }
 
     /// Characters in the field (UTF-8 lead bytes), for the dots.
@@ -345,11 +364,14 @@ final class LockSession {
     }
 }
 
-/// Messages on stderr.
-enum Report {
-    static func warn(_ text: String) { raw("puff-lock: \(text)\n") }
+/// Messages on stderr, each line starting with the program's name.
+package enum Report {
+    /// Set once at start-up, before any other thread exists.
+    package nonisolated(unsafe) static var program = "puff-lock"
 
-    static func raw(_ text: String) {
+    package static func warn(_ text: String) { raw("\(program): \(text)\n") }
+
+    package static func raw(_ text: String) {
         var bytes = Array(text.utf8)
         guard !bytes.isEmpty else { return }
         var offset = 0

@@ -3,50 +3,59 @@ import Glibc
 import PuffPlatform
 
 /// Why the screen cannot be locked.
-struct LockDisplayError: Error, CustomStringConvertible {
-    let description: String
+package struct LockDisplayError: Error, CustomStringConvertible {
+    package let description: String
+
+    package init(description: String) { self.description = description }
 }
 
 /// A rectangle in window coordinates (the window covers the default screen's root).
-struct LockRect: Equatable {
-    var x: Double
-    var y: Double
-    var width: Double
-    var height: Double
+package struct LockRect: Equatable {
+    package var x: Double
+    package var y: Double
+    package var width: Double
+    package var height: Double
 
-    var maxX: Double { x + width }
-    var maxY: Double { y + height }
-    var midX: Double { x + width / 2 }
-    var midY: Double { y + height / 2 }
+    package init(x: Double, y: Double, width: Double, height: Double) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+    }
 
-    func contains(_ px: Double, _ py: Double) -> Bool {
+    package var maxX: Double { x + width }
+    package var maxY: Double { y + height }
+    package var midX: Double { x + width / 2 }
+    package var midY: Double { y + height / 2 }
+
+    package func contains(_ px: Double, _ py: Double) -> Bool {
         px >= x && px < maxX && py >= y && py < maxY
     }
 
     /// This rectangle shrunk by `inset` on every side (never below zero size).
-    func insetBy(_ inset: Double) -> LockRect {
+    package func insetBy(_ inset: Double) -> LockRect {
         LockRect(x: x + inset, y: y + inset, width: max(0, width - 2 * inset), height: max(0, height - 2 * inset))
     }
 }
 
 /// Up to 16 bytes of typed text from one key press, held inline (never on the heap) so that
 /// a typed secret leaves no copy behind; wiped by its user.
-struct TypedBytes {
-    var storage: (UInt64, UInt64) = (0, 0)
-    var count = 0
+package struct TypedBytes {
+    package var storage: (UInt64, UInt64) = (0, 0)
+    package var count = 0
 
-    subscript(index: Int) -> UInt8 {
+    package subscript(index: Int) -> UInt8 {
         withUnsafeBytes(of: storage) { $0[index] }
     }
 
-    mutating func wipe() {
+    package mutating func wipe() {
         withUnsafeMutableBytes(of: &storage) { Wipe.bytes($0) }
         count = 0
     }
 }
 
 /// What the locker reacts to, in window coordinates of the main window.
-enum LockEvent {
+package enum LockEvent {
     case pointerDown(Double, Double)
     case pointerMove(Double, Double)
     case pointerUp(Double, Double)
@@ -69,16 +78,16 @@ enum LockEvent {
 /// pens and tablets; touch screens arrive as emulated pointer events) and through the core
 /// protocol otherwise. The window is raised again whenever something covers it, and resized
 /// when RandR reports a new screen size.
-final class LockDisplay {
-    let display: OpaquePointer
+package final class LockDisplay {
+    package let display: OpaquePointer
     /// The window on the default screen, where everything is drawn.
-    let window: Window
+    package let window: Window
     /// Black windows covering the other X screens (multi-head setups without Xinerama).
     private var others: [Window] = []
-    let screen: Int32
-    let root: Window
-    private(set) var width: Int
-    private(set) var height: Int
+    package let screen: Int32
+    package let root: Window
+    package private(set) var width: Int
+    package private(set) var height: Int
     private var inputMethod: XIM?
     private var inputContext: XIC?
     private var xinputOpcode: Int32 = -1
@@ -86,12 +95,12 @@ final class LockDisplay {
     private var randrEventBase: Int32 = -1
     private var pointerIsDown = false
     /// A titled window for drawing a gesture (`--draw`) rather than the covering lock window.
-    let windowed: Bool
+    package let windowed: Bool
     private var deleteAtom: Atom = 0
 
     /// Connects to `$DISPLAY` and creates the covering windows (not mapped yet), or, with a
     /// `title`, one ordinary window for drawing a gesture.
-    init(title: String? = nil) throws(LockDisplayError) {
+    package init(title: String? = nil) throws(LockDisplayError) {
         guard let display = XOpenDisplay(nil) else {
             let name = getenv("DISPLAY").flatMap { String(validatingCString: $0) } ?? "(DISPLAY is not set)"
             throw LockDisplayError(description: "cannot open the X display \(name)")
@@ -165,14 +174,14 @@ final class LockDisplay {
     }
 
     /// The visual of the main window, for cairo.
-    var visual: UnsafeMutablePointer<Visual> { XDefaultVisual(display, screen) }
-    var depth: Int32 { XDefaultDepth(display, screen) }
+    package var visual: UnsafeMutablePointer<Visual> { XDefaultVisual(display, screen) }
+    package var depth: Int32 { XDefaultDepth(display, screen) }
 
     /// Maps and raises the windows, then grabs the keyboard and the pointer, retrying for up
     /// to `timeout` seconds (a menu or another program may hold a grab for a moment, as when
     /// xss-lock starts the locker from a key binding). Throws, naming what could not be
     /// grabbed, when a grab is still refused at the end.
-    func lock(timeout: Double) throws(LockDisplayError) {
+    package func lock(timeout: Double) throws(LockDisplayError) {
         for other in others { XMapRaised(display, other) }
         XMapRaised(display, window)
         XSync(display, 0)
@@ -204,14 +213,14 @@ final class LockDisplay {
     }
 
     /// Shows the drawing window (`--draw`): no grabs, the window manager decides the rest.
-    func show() {
+    package func show() {
         XMapRaised(display, window)
         XSetInputFocus(display, window, RevertToParent, UInt(CurrentTime))
         XSync(display, 0)
     }
 
     /// Whether pointer events come through XInput2.
-    var usesXInput2: Bool { pointerDevice >= 0 }
+    package var usesXInput2: Bool { pointerDevice >= 0 }
 
     private func grabPointer() -> Int32 {
         let cursor = XCreateFontCursor(display, UInt32(XC_crosshair))
@@ -235,7 +244,7 @@ final class LockDisplay {
 
     /// The primary monitor (RandR), in window coordinates; the whole screen without RandR
     /// monitors.
-    func primaryMonitor() -> LockRect {
+    package func primaryMonitor() -> LockRect {
         let whole = LockRect(x: 0, y: 0, width: Double(width), height: Double(height))
         guard randrEventBase >= 0, !windowed else { return whole }
         var count: Int32 = 0
@@ -253,7 +262,7 @@ final class LockDisplay {
     /// The next event, waiting at most `timeout` seconds (nil: forever); nil on timeout.
     /// Events are handed over one at a time, never queued in an array, so typed text is
     /// only ever in one stack value.
-    func nextEvent(timeout: Double?) -> LockEvent? {
+    package func nextEvent(timeout: Double?) -> LockEvent? {
         let deadline = timeout.map { monotonicSeconds() + $0 }
         while true {
             while XPending(display) > 0 {
@@ -276,7 +285,7 @@ final class LockDisplay {
     }
 
     /// Whether more events are already queued (so a redraw can wait for them).
-    var hasQueuedEvents: Bool { XPending(display) > 0 }
+    package var hasQueuedEvents: Bool { XPending(display) > 0 }
 
     private func translate(_ event: inout XEvent) -> LockEvent? {
         if XFilterEvent(&event, UInt(None)) != 0 { return nil }
@@ -389,14 +398,14 @@ final class LockDisplay {
 
     /// Closes `XSS_SLEEP_LOCK_FD` (xss-lock --transfer-sleep-lock): the screen is locked, so
     /// the system may go to sleep now.
-    func releaseSleepLock() {
+    package func releaseSleepLock() {
         guard let value = getenv("XSS_SLEEP_LOCK_FD").flatMap({ String(validatingCString: $0) }),
               let fd = Int32(value), fd > 2 else { return }
         close(fd)
     }
 }
 
-func monotonicSeconds() -> Double {
+package func monotonicSeconds() -> Double {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9

@@ -1,7 +1,7 @@
 import PuffCore
 
 /// An on-screen button.
-enum LockButton: Equatable {
+package enum LockButton: Equatable {
     case digit(UInt8)
     /// Removes the last passcode character.
     case erase
@@ -16,7 +16,7 @@ enum LockButton: Equatable {
     /// `--show`: plays the drawings again from the start.
     case replay
 
-    var label: String {
+    package var label: String {
         switch self {
         case .digit(let digit): String(UnicodeScalar(UInt8(ascii: "0") + digit))
         case .erase: "⌫"
@@ -30,7 +30,7 @@ enum LockButton: Equatable {
 }
 
 /// What the side panel holds.
-enum LockPanel: Equatable {
+package enum LockPanel: Equatable {
     /// No panel: only the gesture is accepted.
     case none
     /// A passcode field with a digit keypad.
@@ -44,32 +44,32 @@ enum LockPanel: Equatable {
 /// The top bar holds the account and what is accepted, the line below it the module's
 /// messages; the picture fills the rest, scaled to fit with its aspect ratio kept and centred
 /// (letterboxed), with the passcode panel on its right and the gesture buttons below it.
-struct LockLayout {
-    static let barHeight = 48.0
-    static let messageHeight = 40.0
-    static let toolbarHeight = 84.0
-    static let panelWidth = 330.0
-    static let margin = 16.0
-    static let keySize = (width: 86.0, height: 62.0)
-    static let keyGap = 12.0
+package struct LockLayout {
+    package static let barHeight = 48.0
+    package static let messageHeight = 40.0
+    package static let toolbarHeight = 84.0
+    package static let panelWidth = 330.0
+    package static let margin = 16.0
+    package static let keySize = (width: 86.0, height: 62.0)
+    package static let keyGap = 12.0
 
-    let monitor: LockRect
-    let bar: LockRect
-    let message: LockRect
+    package let monitor: LockRect
+    package let bar: LockRect
+    package let message: LockRect
     /// The area the picture is fitted into.
-    let stage: LockRect
+    package let stage: LockRect
     /// The picture as shown (inside `stage`), or nil without a picture.
-    let picture: LockRect?
+    package let picture: LockRect?
     /// Screen pixels per picture pixel.
-    let scale: Double
-    let pictureWidth: Int
-    let pictureHeight: Int
-    let panel: LockRect?
-    let field: LockRect?
-    let buttons: [(button: LockButton, rect: LockRect)]
+    package let scale: Double
+    package let pictureWidth: Int
+    package let pictureHeight: Int
+    package let panel: LockRect?
+    package let field: LockRect?
+    package let buttons: [(button: LockButton, rect: LockRect)]
 
     /// `tools`: the buttons under the picture (`--show` has its own).
-    init(monitor: LockRect, pictureSize: (width: Int, height: Int)?, panel kind: LockPanel, gesture: Bool,
+    package init(monitor: LockRect, pictureSize: (width: Int, height: Int)?, panel kind: LockPanel, gesture: Bool,
          tools: [LockButton] = [.undo, .clear, .submit]) {
         self.monitor = monitor
         bar = LockRect(x: monitor.x, y: monitor.y, width: monitor.width, height: Self.barHeight)
@@ -149,19 +149,19 @@ struct LockLayout {
     }
 
     /// The button under a window position.
-    func button(at x: Double, _ y: Double) -> LockButton? {
+    package func button(at x: Double, _ y: Double) -> LockButton? {
         buttons.first { $0.rect.contains(x, y) }?.button
     }
 
     /// Whether a window position is on the picture.
-    func isOnPicture(_ x: Double, _ y: Double) -> Bool {
+    package func isOnPicture(_ x: Double, _ y: Double) -> Bool {
         picture?.contains(x, y) ?? false
     }
 
     /// The picture point under a window position, moved onto the picture's edge when outside
     /// (a stroke that leaves the picture follows its edge), in thousandths of a pixel as the
     /// wire format keeps them.
-    func picturePoint(_ x: Double, _ y: Double) -> GesturePoint {
+    package func picturePoint(_ x: Double, _ y: Double) -> GesturePoint {
         guard let picture else { return GesturePoint(x: 0, y: 0) }
         let px = min(max((x - picture.x) / scale, 0), Double(pictureWidth))
         let py = min(max((y - picture.y) / scale, 0), Double(pictureHeight))
@@ -169,7 +169,7 @@ struct LockLayout {
     }
 
     /// The window position of a picture point.
-    func screenPoint(_ point: GesturePoint) -> (x: Double, y: Double) {
+    package func screenPoint(_ point: GesturePoint) -> (x: Double, y: Double) {
         guard let picture else { return (0, 0) }
         return (picture.x + point.x * scale, picture.y + point.y * scale)
     }

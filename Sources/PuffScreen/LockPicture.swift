@@ -4,26 +4,26 @@ import Glibc
 import PuffPlatform
 
 /// The user's picture decoded with stb_image (PNG and JPEG) into a cairo image surface.
-final class LockPicture {
-    struct LoadError: Error, CustomStringConvertible {
-        let description: String
+package final class LockPicture {
+    package struct LoadError: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// Largest decoded picture: 64 megapixels.
-    static let maximumPixels = 64 << 20
+    package static let maximumPixels = 64 << 20
 
-    let width: Int
-    let height: Int
+    package let width: Int
+    package let height: Int
     /// A cairo image surface (ARGB32, premultiplied) holding the picture.
-    let surface: OpaquePointer
+    package let surface: OpaquePointer
 
     /// Reads and decodes `path` (a regular file, not followed through a symlink).
-    convenience init(path: String) throws(LoadError) {
+    package convenience init(path: String) throws(LoadError) {
         try self.init(bytes: Self.read(path), path: path)
     }
 
     /// Reads `path` (a regular file, not followed through a symlink) without decoding it.
-    static func read(_ path: String) throws(LoadError) -> [UInt8] {
+    package static func read(_ path: String) throws(LoadError) -> [UInt8] {
         do {
             return try PictureFile.read(path)
         } catch {
@@ -32,7 +32,7 @@ final class LockPicture {
     }
 
     /// Decodes the bytes of a PNG or JPEG picture read from `path` (named in errors).
-    init(bytes: [UInt8], path: String) throws(LoadError) {
+    package init(bytes: [UInt8], path: String) throws(LoadError) {
         guard bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) || bytes.starts(with: [0xFF, 0xD8, 0xFF]) else {
             throw LoadError(description: "\(path) is not a PNG or JPEG picture")
         }

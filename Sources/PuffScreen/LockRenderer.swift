@@ -3,51 +3,67 @@ import Glibc
 import PuffCore
 
 /// Everything on the lock screen at one moment.
-struct LockScene {
+package struct LockScene {
     /// A line of the module's messages; errors are shown in red, information in amber.
-    struct Message {
-        var text: String
-        var isError: Bool
+    package struct Message {
+        package var text: String
+        package var isError: Bool
+
+        package init(text: String, isError: Bool) {
+            self.text = text
+            self.isError = isError
+        }
     }
 
     /// The left of the bar: `Locked: USER`, or the drawing window's title.
-    var title: String
+    package var title: String
     /// What is accepted, in words (from the prompt contract), or another module's prompt.
-    var prompt: String
-    var messages: [Message] = []
+    package var prompt: String
+    package var messages: [Message] = []
     /// A line under the messages: "Checking…", "Press a key or click to try again".
-    var hint: String = ""
-    var panel: LockPanel = .none
+    package var hint: String = ""
+    package var panel: LockPanel = .none
     /// How many characters are in the field (shown as dots).
-    var fieldCount = 0
+    package var fieldCount = 0
     /// For fixed-length passcodes: the number of boxes.
-    var fieldLength: Int?
+    package var fieldLength: Int?
     /// Echo-on prompts of other modules show what is typed.
-    var fieldText: String?
+    package var fieldText: String?
     /// A label above the field.
-    var fieldLabel = ""
+    package var fieldLabel = ""
     /// Whether the field (rather than the picture) takes typed text now.
-    var fieldActive = false
+    package var fieldActive = false
     /// The wide submit button's label.
-    var submitLabel = "✓ Unlock"
+    package var submitLabel = "✓ Unlock"
     /// Nothing to answer (a locked account): the messages go large in the middle.
-    var centred = false
+    package var centred = false
     /// `--show`: the template drawn over the picture, under the replayed strokes.
-    var template: TemplateOverlay?
+    package var template: TemplateOverlay?
+
+    package init(title: String, prompt: String, messages: [Message] = []) {
+        self.title = title
+        self.prompt = prompt
+        self.messages = messages
+    }
 }
 
 /// What `show-gesture` draws, for the review window: per part its kept points in order, the
 /// tolerance square centred on each, the direction from point to point, and the part number.
-struct TemplateOverlay {
+package struct TemplateOverlay {
     /// The template's parts, in picture pixels.
-    var parts: [GesturePart]
+    package var parts: [GesturePart]
     /// Side of a tolerance square, in picture pixels.
-    var toleranceSide: Double
+    package var toleranceSide: Double
+
+    package init(parts: [GesturePart], toleranceSide: Double) {
+        self.parts = parts
+        self.toleranceSide = toleranceSide
+    }
 }
 
 /// Draws the lock screen with cairo into an off-screen pixmap, then copies it to the window
 /// in one request (no flicker). The picture is scaled once per layout and cached.
-final class LockRenderer {
+package final class LockRenderer {
     private let display: LockDisplay
     private var pixmap: Pixmap = 0
     private var surface: OpaquePointer?
@@ -57,12 +73,12 @@ final class LockRenderer {
     private let gc: GC
 
     /// Colours of the parts, in drawing order (then repeated).
-    static let partColors: [(Double, Double, Double)] = [
+    package static let partColors: [(Double, Double, Double)] = [
         (1.00, 0.27, 0.23), (0.20, 0.60, 1.00), (0.20, 0.85, 0.35), (1.00, 0.75, 0.10),
         (0.80, 0.35, 1.00), (0.10, 0.90, 0.90), (1.00, 0.45, 0.75), (0.95, 0.95, 0.95),
     ]
 
-    init(display: LockDisplay) {
+    package init(display: LockDisplay) {
         self.display = display
         gc = XCreateGC(display.display, display.window, 0, nil)
     }
@@ -87,7 +103,7 @@ final class LockRenderer {
     }
 
     /// Draws the whole scene and shows it.
-    func draw(_ scene: LockScene, layout: LockLayout, picture: LockPicture?, strokes: StrokeBuffer) {
+    package func draw(_ scene: LockScene, layout: LockLayout, picture: LockPicture?, strokes: StrokeBuffer) {
         guard let surface = ensureBuffer(), let cr = cairo_create(surface) else { return }
         defer { cairo_destroy(cr) }
         cairo_set_source_rgb(cr, 0.07, 0.07, 0.09)
