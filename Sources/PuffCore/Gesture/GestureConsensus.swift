@@ -84,7 +84,28 @@ enum GestureConsensus {
         var rawShift: Double
         var rawPlace: Double
         var rawShapes: [Double]
+        /// The part (from 0) whose places differ most between the drawings.
+        var worstPlacePart: Int
+
+        /// Why these drawings are too inconsistent to enroll, or nil: a raw spread beyond
+        /// `refusalFactor` times its ceiling.
+        func refusal(settings: GestureRecognizerSettings) -> GestureFailureDetail? {
+            let f = factor(settings) * refusalFactor
+            if rawShift > f * ceilings.shift { return GestureFailureDetail(part: 0, rule: .shift) }
+            if rawPlace > f * ceilings.place {
+                return GestureFailureDetail(part: worstPlacePart + 1,
+                                            rule: model.kinds[worstPlacePart] == .tap ? .tapDistance : .place)
+            }
+            for (index, raw) in rawShapes.enumerated() where raw > f * ceilings.shape {
+                return GestureFailureDetail(part: index + 1, rule: .coverage)
+            }
+            return nil
+        }
     }
+
+    /// An enrollment whose raw spread exceeds its ceiling by more than this is refused: the
+    /// learned spread would be cut to the ceiling, and this owner's logins would fail often.
+    static let refusalFactor = 1.25
 
     /// The factor of `settings` against the defaults (the `gesture_tolerance` knob).
     static func factor(_ settings: GestureRecognizerSettings) -> Double {
@@ -135,12 +156,14 @@ enum GestureConsensus {
         var shiftSquares = 0.0
         var placeSquares = 0.0
         var shapeSquares = Array(repeating: 0.0, count: partCount)
+        var partPlaceSquares = Array(repeating: 0.0, count: partCount)
         for (drawing, (drawingCentroids, shift)) in zip(drawings, zip(centroids, shifts)) {
             shiftSquares += shift.x * shift.x + shift.y * shift.y
             for index in 0..<partCount {
                 let dx = drawingCentroids[index].x - meanCentroid[index].x - shift.x
                 let dy = drawingCentroids[index].y - meanCentroid[index].y - shift.y
                 placeSquares += dx * dx + dy * dy
+                partPlaceSquares[index] += dx * dx + dy * dy
                 if kinds[index] == .path {
                     let storedCentroid = GestureShape.centroid(stored[index])
                     let offset = GestureUnitPoint(x: drawingCentroids[index].x - storedCentroid.x,
@@ -171,7 +194,9 @@ enum GestureConsensus {
                 kind == .tap ? 0 : bounded(pooled(raw, f * floors.shape, freedom: 2 * freedom), f * floors.shape, f * ceilings.shape)
             },
             shapeCap: settings.shapeTolerance, overflow: settings.overflow)
-        return Learned(model: model, rawShift: rawShift, rawPlace: rawPlace, rawShapes: rawShapes)
+        var worst = 0
+        for (index, value) in partPlaceSquares.enumerated() where value > partPlaceSquares[worst] { worst = index }
+        return Learned(model: model, rawShift: rawShift, rawPlace: rawPlace, rawShapes: rawShapes, worstPlacePart: worst)
     }
 
     /// The score limit for `freedom` degrees of freedom: the `confidence` quantile of χ²

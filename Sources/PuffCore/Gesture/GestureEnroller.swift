@@ -86,8 +86,9 @@ public enum GestureEnroller {
     /// consensus of all of them, with the owner's spreads learned from how they differ
     /// (`GestureConsensus`). Every drawing must pass the strength checks, have the parts of the
     /// first, and verify against the consensus as a typical drawing of this owner would (its
-    /// spreads shrunk to those of a drawing inside the consensus); an owner less consistent than
-    /// the spreads' ceilings allow is refused, since too many onlookers would pass. With four or
+    /// spreads shrunk to those of a drawing inside the consensus), and no spread may exceed its
+    /// ceiling by more than `GestureConsensus.refusalFactor`: an owner that inconsistent would
+    /// fail often and be given room onlookers pass, so is refused. With four or
     /// more drawings, one that does not fit may be left out (a slip), the rest deciding.
     ///
     /// Refuses, with a reason the user can act on: fewer than `minimumVersion2Parts` parts,
@@ -124,7 +125,12 @@ public enum GestureEnroller {
         var firstRefusal: GestureFailureDetail?
         for candidate in candidates {
             let subset = candidate.map { resampled[$0] }
-            let model = GestureConsensus.learn(subset, kinds: kinds, settings: settings).model
+            let learned = GestureConsensus.learn(subset, kinds: kinds, settings: settings)
+            let model = learned.model
+            if let refusal = learned.refusal(settings: settings) {
+                if firstRefusal == nil { firstRefusal = refusal }
+                continue
+            }
             // A drawing inside a consensus of K lies (K − 1)/(K + 1) as far from it, in variance,
             // as a later login does.
             let k = Double(subset.count)
