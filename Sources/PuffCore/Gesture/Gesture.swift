@@ -12,7 +12,8 @@ public struct Gesture: Equatable, Sendable {
     public var parts: [GesturePart]
     /// The input's resolution as the client declared it (wire version 2), or nil: every point
     /// may be up to half a cell off in each direction (a terminal reports cells, not pixels).
-    /// The matcher allows for it only up to `GestureResolution.maximumCell`.
+    /// Enrollment raises the learned spreads' floors by the cell's error, and the overflow rule
+    /// allows a login for it; a login's declaration never widens the score (`GestureConsensus`).
     public var resolution: GestureResolution?
 
     /// Creates a gesture without checking it; call `validate()` before trusting it.
@@ -42,7 +43,7 @@ public struct GestureResolution: Equatable, Sendable {
     /// side: 3 %, which covers puff-pad's cells in a 100×30 terminal (13.9 × 27.8 px on a
     /// 1000×750 picture). A coarser declaration is accepted but allowed for only up to this,
     /// so declaring a huge cell buys an attacker nothing more (docs/gesture-format.md measures
-    /// the attacks with attempts that declare exactly this).
+    /// the attacks with attempts that declare 30 × 30 px on a 1000 px side).
     public static let maximumCell = 0.03
 }
 

@@ -12,9 +12,11 @@
 /// - each path's *shape spread*: the root-mean-square distance of its drawings to the
 ///   consensus shape along the best in-order alignment, each on its own centroid.
 /// A later login differs from a consensus of K drawings by (1 + 1/K) times a drawing's
-/// variance, so that is what is stored, each spread bounded below (`floors`: a steady hand or
-/// a line given twice by a script still gets room for an ordinary σ 1 % hand) and above
-/// (`ceilings`: an owner that inconsistent would let too many onlookers in, and is refused).
+/// variance, so that is what is stored, each spread pulled towards its floor (`priorWeight`) and
+/// bounded below (`floors`: a steady hand or a line given twice by a script still gets room for
+/// an ordinary σ 1 % hand; drawings that declare a coarse input raise the floors by the cell's
+/// error, `cellVariance`) and above (`ceilings`; beyond `refusalFactor` × a ceiling the owner
+/// is refused).
 ///
 /// **Verification** (`GestureConsensus.verify`). With the attempt's common shift s and each
 /// part's offset o_i from its stored place, the score is
@@ -25,11 +27,15 @@
 /// `shapeWeight`. Under the genuine model the first two sums follow a χ² law with 2P degrees of
 /// freedom and the last averages w per path, so the score must stay under the
 /// `confidence`-quantile of χ² with 2P + w·paths degrees of freedom (Wilson–Hilferty), and the
-/// place sum alone under the `placeConfidence`-quantile of χ² with 2(P − 1). A declared input
-/// resolution (`GestureResolution`) adds `declaredShare` of the variance of a uniform error over
-/// the cell (cell²/12 per axis, at most `maximumCellVariance`) to the place spread (and that
-/// share again of it to the shape spread),
-/// and widens the overflow box by the cell (each side at most `GestureResolution.maximumCell`).
+/// place sum alone under the `placeConfidence`-quantile of χ² with 2(P − 1).
+///
+/// A login's declared resolution (`GestureResolution`) buys no room in the score: whatever an
+/// attempt declares, the spreads are the template's. It only lets the overflow rule measure the
+/// stroke along its midpoints (a report flickering between two cells adds no length) and widen
+/// the box by the cell (each side at most `GestureResolution.maximumCell`). `make gesture-eval`
+/// measured the alternative, a share of the cell's variance added at login: it helps an owner
+/// enrolled with exact pixels who logs in through puff-pad, and lets a coarse-declaring
+/// onlooker in as much more (docs/gesture-format.md has the trade-off).
 /// A path must also keep the kind, direction (`order`), length and box (`overflow`) rules
 /// and a shape within the stored hard cap (`coverage`).
 ///
@@ -55,14 +61,9 @@ enum GestureConsensus {
     /// shoulder-surfer's shapes and shift are genuine, and in the whole score their room
     /// would pay for the misplaced parts.
     static let placeConfidence = 2.33
-    /// Share of a declared cell's variance (cell²/12 per axis) that the place and shape
-    /// spreads grow by. An owner enrolled through the same input learned its error already;
-    /// the share covers an owner enrolled elsewhere, and keeps what a false declaration buys
-    /// small (docs/gesture-format.md measures the attacks declaring the coarsest cell).
-    static let declaredShare = 0.1
-    /// The most cell variance (per axis, before `declaredShare`) a declaration is allowed for:
-    /// that of puff-pad's cell in a 100×30 terminal on a 4:3 picture (1.39 % × 2.78 % of the
-    /// longest side), whatever cell is declared.
+    /// The most cell variance (per axis) an enrollment's declaration raises the floors by: that
+    /// of puff-pad's cell in a 100×30 terminal on a 4:3 picture (1.39 % × 2.78 % of the longest
+    /// side), whatever cell is declared.
     static let maximumCellVariance = (0.0139 * 0.0139 + 0.0278 * 0.0278) / 24
     /// Most drawings an enrollment combines.
     static let maximumDrawings = 8
@@ -118,8 +119,10 @@ enum GestureConsensus {
     }
 
     /// Learns the consensus and the spreads from `drawings` (resampled, same kinds, ≥ 2).
+    /// `cellVariance`: the variance per axis of the error of the drawings' declared cells
+    /// (`cellVariance(_:longest:)`), which raises the floors.
     static func learn(_ drawings: [[[GestureUnitPoint]]], kinds: [GesturePartKind],
-                      settings: GestureRecognizerSettings) -> Learned {
+                      settings: GestureRecognizerSettings, cellVariance: Double = 0) -> Learned {
         let k = Double(drawings.count)
         let partCount = kinds.count
         let p = Double(partCount)
@@ -185,13 +188,20 @@ enum GestureConsensus {
             let n0 = priorWeight * freedom
             return GestureShape.squareRoot((n0 * prior * prior + freedom * raw * raw) / (n0 + freedom))
         }
+        // Drawn through a coarse input, an ordinary hand's spreads include the cell's error.
+        func floor(_ value: Double, _ ceiling: Double, cell: Double) -> Double {
+            min(ceiling, GestureShape.squareRoot(value * value + cell))
+        }
+        let shiftFloor = floor(f * floors.shift, f * ceilings.shift, cell: cellVariance / p)
+        let placeFloor = floor(f * floors.place, f * ceilings.place, cell: cellVariance)
+        let shapeFloor = floor(f * floors.shape, f * ceilings.shape, cell: cellVariance)
         let model = Model(
             stored: stored, kinds: kinds,
-            shiftSpread: bounded(pooled(rawShift, f * floors.shift, freedom: 2 * freedom), f * floors.shift, f * ceilings.shift),
-            placeSpread: bounded(pooled(rawPlace, f * floors.place, freedom: 2 * freedom * max(1, p - 1)),
-                                 f * floors.place, f * ceilings.place),
+            shiftSpread: bounded(pooled(rawShift, shiftFloor, freedom: 2 * freedom), shiftFloor, f * ceilings.shift),
+            placeSpread: bounded(pooled(rawPlace, placeFloor, freedom: 2 * freedom * max(1, p - 1)),
+                                 placeFloor, f * ceilings.place),
             shapeSpreads: zip(kinds, rawShapes).map { kind, raw in
-                kind == .tap ? 0 : bounded(pooled(raw, f * floors.shape, freedom: 2 * freedom), f * floors.shape, f * ceilings.shape)
+                kind == .tap ? 0 : bounded(pooled(raw, shapeFloor, freedom: 2 * freedom), shapeFloor, f * ceilings.shape)
             },
             shapeCap: settings.shapeTolerance, overflow: settings.overflow)
         var worst = 0
@@ -208,14 +218,11 @@ enum GestureConsensus {
         return k * term * term * term
     }
 
-    /// The variance per axis of a uniform error over the declared cell, bounded; 0 without one.
-    static func quantization(_ resolution: GestureResolution?, longest: Double) -> Double {
-        guard let resolution, longest > 0 else { return 0 }
-        let cap = GestureResolution.maximumCell
-        let w = min(cap, max(0, resolution.width / longest))
-        let h = min(cap, max(0, resolution.height / longest))
-        guard w.isFinite, h.isFinite else { return 0 }
-        return declaredShare * min(maximumCellVariance, (w * w + h * h) / 24)
+    /// The variance per axis of a uniform error over the declared cell, at most
+    /// `maximumCellVariance`; 0 without one.
+    static func cellVariance(_ resolution: GestureResolution?, longest: Double) -> Double {
+        let cell = cell(resolution, longest: longest)
+        return min(maximumCellVariance, (cell.x * cell.x + cell.y * cell.y) / 24)
     }
 
     /// The declared cell in picture units, each side bounded by `GestureResolution.maximumCell`.
@@ -229,7 +236,7 @@ enum GestureConsensus {
 
     /// Scores `drawn` against `model`; `varianceScale` shrinks the spreads (1 for a login).
     static func evaluate(_ model: Model, drawn: [[GestureUnitPoint]], drawnKinds: [GesturePartKind],
-                         quantization: Double, cell: GestureUnitPoint = GestureUnitPoint(x: 0, y: 0),
+                         drawnLengths: [Double] = [], cell: GestureUnitPoint = GestureUnitPoint(x: 0, y: 0),
                          varianceScale: Double = 1) -> GestureMatchResult {
         let stored = model.stored
         let slots = GestureLimits.maximumParts
@@ -250,7 +257,7 @@ enum GestureConsensus {
             shift.x += weight * offset.x / partCount
             shift.y += weight * offset.y / partCount
         }
-        let shiftVariance = varianceScale * model.shiftSpread * model.shiftSpread + quantization / partCount
+        let shiftVariance = varianceScale * model.shiftSpread * model.shiftSpread
         let shiftTerm = (shift.x * shift.x + shift.y * shift.y) / shiftVariance
         var score = shiftTerm
         var placeSum = 0.0
@@ -271,15 +278,16 @@ enum GestureConsensus {
             let placeY = offset.y - shift.y
             let placeSquare = placeX * placeX + placeY * placeY
             let pathFloor = isPath ? pathPlaceFloor * pathPlaceFloor : 0
-            let placeVariance = varianceScale * model.placeSpread * model.placeSpread + quantization + pathFloor
+            let placeVariance = varianceScale * model.placeSpread * model.placeSpread + pathFloor
             let placeTerm = placeSquare / placeVariance
             let forward = GestureShape.warpedMeanSquare(storedPoints, drawnPoints, shift: offset, reversed: false)
             let backward = GestureShape.warpedMeanSquare(storedPoints, drawnPoints, shift: offset, reversed: true)
             let shapeSpread = slot < model.shapeSpreads.count ? model.shapeSpreads[slot] : 0
-            let shapeVariance = varianceScale * shapeSpread * shapeSpread + declaredShare * quantization
+            let shapeVariance = varianceScale * shapeSpread * shapeSpread
             let shapeTerm = isPath ? shapeWeight * forward / max(shapeVariance, 1e-12) : 0
             let storedLength = GestureShape.length(storedPoints)
-            let drawnLength = GestureShape.length(drawnPoints)
+            let drawnLength = drawnLengths.isEmpty ? GestureShape.length(drawnPoints)
+                : drawnLengths[slot % drawnLengths.count]
             let storedExtent = GestureShape.extent(storedPoints)
             let drawnExtent = GestureShape.extent(drawnPoints)
             let slack = GestureRecognizerSettings.overflowSlack
@@ -371,19 +379,21 @@ enum GestureConsensus {
     /// Verifies `attempt` against a version-3 template (size already checked by the caller).
     static func verify(_ template: GestureTemplate, _ attempt: Gesture) -> GestureMatchResult {
         let longest = Double(max(template.scale.width, template.scale.height))
-        guard let drawn = resampled(attempt, longest: longest) else {
+        guard let (drawn, lengths) = resampled(attempt, longest: longest) else {
             return GestureMatchResult(failure: .tooComplex)
         }
         let evaluation = evaluate(model(of: template), drawn: drawn, drawnKinds: attempt.parts.map { $0.kind },
-                                  quantization: quantization(attempt.resolution, longest: longest / 1000),
-                                  cell: cell(attempt.resolution, longest: longest / 1000))
+                                  drawnLengths: lengths, cell: cell(attempt.resolution, longest: longest / 1000))
         guard drawn.count == template.storedPoints.count else { return GestureMatchResult(failure: .partCountMismatch) }
         return evaluation
     }
 
-    /// The parts of a validated gesture in picture units, resampled; nil beyond the point cap.
-    static func resampled(_ gesture: Gesture, longest: Double) -> [[GestureUnitPoint]]? {
+    /// The parts of a validated gesture in picture units, resampled, and each part's length for
+    /// the overflow rule (along the midpoints of consecutive points when the gesture declares
+    /// cells); nil beyond the point cap.
+    static func resampled(_ gesture: Gesture, longest: Double) -> (parts: [[GestureUnitPoint]], lengths: [Double])? {
         var drawn: [[GestureUnitPoint]] = []
+        var lengths: [Double] = []
         var total = 0
         for part in gesture.parts {
             total += part.points.count
@@ -394,8 +404,13 @@ enum GestureConsensus {
                 guard let milli = GestureMilliPoint(point) else { return nil }
                 points.append(GestureUnitPoint(x: Double(milli.x) / longest, y: Double(milli.y) / longest))
             }
-            drawn.append(GestureShape.resample(points))
+            let resampled = GestureShape.resample(points)
+            drawn.append(resampled)
+            // Reports of cells flicker between neighbours: the overflow rule measures a declared
+            // coarse stroke along its midpoints, which cancel a flicker (A, B, A) but keep a scribble.
+            lengths.append(GestureShape.length(gesture.resolution == nil
+                                               ? resampled : GestureShape.resample(GestureShape.midpoints(points))))
         }
-        return drawn
+        return (drawn, lengths)
     }
 }

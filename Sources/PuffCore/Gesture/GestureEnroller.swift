@@ -102,7 +102,7 @@ public enum GestureEnroller {
         guard drawings.count <= GestureConsensus.maximumDrawings else { throw .tooComplex }
         var resampled = [GestureConsensus.units(of: first)]
         let side = Double(max(first.width, first.height))
-        var quantization = GestureConsensus.quantization(definition.resolution, longest: side)
+        var cellVariance = GestureConsensus.cellVariance(definition.resolution, longest: side)
         var cell = GestureConsensus.cell(definition.resolution, longest: side)
         for drawing in drawings.dropFirst() {
             let template = try define(drawing, settings: settings)
@@ -112,7 +112,7 @@ public enum GestureEnroller {
                 throw .confirmationMismatch(GestureFailureDetail(part: 0, rule: .kind))
             }
             resampled.append(GestureConsensus.units(of: template))
-            quantization = max(quantization, GestureConsensus.quantization(drawing.resolution, longest: side))
+            cellVariance = max(cellVariance, GestureConsensus.cellVariance(drawing.resolution, longest: side))
             let drawingCell = GestureConsensus.cell(drawing.resolution, longest: side)
             cell = GestureUnitPoint(x: max(cell.x, drawingCell.x), y: max(cell.y, drawingCell.y))
         }
@@ -125,7 +125,7 @@ public enum GestureEnroller {
         var firstRefusal: GestureFailureDetail?
         for candidate in candidates {
             let subset = candidate.map { resampled[$0] }
-            let learned = GestureConsensus.learn(subset, kinds: kinds, settings: settings)
+            let learned = GestureConsensus.learn(subset, kinds: kinds, settings: settings, cellVariance: cellVariance)
             let model = learned.model
             if let refusal = learned.refusal(settings: settings) {
                 if firstRefusal == nil { firstRefusal = refusal }
@@ -136,8 +136,7 @@ public enum GestureEnroller {
             let k = Double(subset.count)
             var refusal: GestureFailureDetail?
             for drawing in subset {
-                let result = GestureConsensus.evaluate(model, drawn: drawing, drawnKinds: kinds, quantization: quantization,
-                                                       cell: cell, varianceScale: (k - 1) / (k + 1))
+                let result = GestureConsensus.evaluate(model, drawn: drawing, drawnKinds: kinds, cell: cell, varianceScale: (k - 1) / (k + 1))
                 if !result.passed {
                     refusal = result.detail
                     break
