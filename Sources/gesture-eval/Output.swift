@@ -13,47 +13,49 @@ func writeFile(_ path: String, _ text: String) {
     fclose(file)
 }
 
-/// FRR at σ 1 % (vertical) against FAR (horizontal), 0…50 % each: one polyline for the
+/// FRR at σ 1 % (vertical, 0…20 %) against FAR (horizontal, 0…80 %): one polyline for the
 /// shoulder-surfer and one for the video-studier, the default marked and labelled.
 func writeROC(_ curve: [(factor: Double, frr: Double, surfer: Double, video: Double)], to path: String) {
-    let size = 520.0, margin = 60.0, span = 50.0
-    func x(_ far: Double) -> Double { margin + min(far, span) / span * size }
-    func y(_ frr: Double) -> Double { margin + size - min(frr, span) / span * size }
-    func number(_ value: Double) -> String { String(Int((value * 10).rounded()) / 10) }
+    let width = 640.0, height = 400.0, margin = 70.0, farSpan = 80.0, frrSpan = 20.0
+    func x(_ far: Double) -> Double { margin + min(far, farSpan) / farSpan * width }
+    func y(_ frr: Double) -> Double { margin + height - min(frr, frrSpan) / frrSpan * height }
     func percent(_ value: Double) -> String {
         let tenths = Int((value * 10).rounded())
         return "\(tenths / 10).\(tenths % 10)"
     }
-    var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(size + 2 * margin + 220))\" height=\"\(Int(size + 2 * margin))\" font-family=\"sans-serif\" font-size=\"13\">\n"
+    var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width + 2 * margin + 40))\" height=\"\(Int(height + 2 * margin + 40))\" font-family=\"sans-serif\" font-size=\"13\">\n"
     svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    svg += "<text x=\"\(margin)\" y=\"30\" font-size=\"16\">Puff gestures v3: FRR at σ 1 % against onlooker FAR (tolerance factor 0.6…1.6)</text>\n"
-    for tick in stride(from: 0.0, through: span, by: 10) {
-        svg += "<line x1=\"\(x(tick))\" y1=\"\(y(0))\" x2=\"\(x(tick))\" y2=\"\(y(span))\" stroke=\"#ddd\"/>\n"
-        svg += "<line x1=\"\(x(0))\" y1=\"\(y(tick))\" x2=\"\(x(span))\" y2=\"\(y(tick))\" stroke=\"#ddd\"/>\n"
-        svg += "<text x=\"\(x(tick) - 8)\" y=\"\(y(0) + 18)\">\(number(tick))</text>\n"
-        svg += "<text x=\"\(margin - 30)\" y=\"\(y(tick) + 4)\">\(number(tick))</text>\n"
+    svg += "<text x=\"\(margin)\" y=\"30\" font-size=\"16\">Puff gestures v3: FRR at σ 1 % against onlooker FAR, tolerance factor 0.6…1.6</text>\n"
+    for tick in stride(from: 0.0, through: farSpan, by: 10) {
+        svg += "<line x1=\"\(x(tick))\" y1=\"\(y(0))\" x2=\"\(x(tick))\" y2=\"\(y(frrSpan))\" stroke=\"#ddd\"/>\n"
+        svg += "<text x=\"\(x(tick) - 8)\" y=\"\(y(0) + 18)\">\(Int(tick))</text>\n"
     }
-    svg += "<rect x=\"\(x(0))\" y=\"\(y(2))\" width=\"\(x(5) - x(0))\" height=\"\(y(0) - y(2))\" fill=\"#24c\" fill-opacity=\"0.2\"/>\n"
-    svg += "<rect x=\"\(x(0))\" y=\"\(y(2))\" width=\"\(x(20) - x(0))\" height=\"\(y(0) - y(2))\" fill=\"none\" stroke=\"#c33\" stroke-dasharray=\"4 3\"/>\n"
-    svg += "<text x=\"\(x(20) + 4)\" y=\"\(y(4))\" fill=\"#555\">goals: FRR ≤ 2 % with surfer FAR ≤ 5 % (blue box), video FAR ≤ 20 % (dashed)</text>\n"
-    svg += "<text x=\"\(x(span / 2) - 40)\" y=\"\(y(0) + 40)\">FAR (%)</text>\n"
-    svg += "<text x=\"20\" y=\"\(y(span / 2))\" transform=\"rotate(-90 20 \(y(span / 2)))\">FRR at σ = 1 % (%)</text>\n"
-    let lines: [([(Double, Double, Double)], String, String)] = [
-        (curve.map { ($0.factor, $0.frr, $0.surfer) }, "#24c", "shoulder-surfer"),
-        (curve.map { ($0.factor, $0.frr, $0.video) }, "#c33", "video-studier"),
+    for tick in stride(from: 0.0, through: frrSpan, by: 2) {
+        svg += "<line x1=\"\(x(0))\" y1=\"\(y(tick))\" x2=\"\(x(farSpan))\" y2=\"\(y(tick))\" stroke=\"#ddd\"/>\n"
+        svg += "<text x=\"\(margin - 28)\" y=\"\(y(tick) + 4)\">\(Int(tick))</text>\n"
+    }
+    svg += "<rect x=\"\(x(0))\" y=\"\(y(2))\" width=\"\(x(5) - x(0))\" height=\"\(y(0) - y(2))\" fill=\"#dde4f8\" stroke=\"#24c\"/>\n"
+    svg += "<rect x=\"\(x(0))\" y=\"\(y(2))\" width=\"\(x(20) - x(0))\" height=\"\(y(0) - y(2))\" fill=\"none\" stroke=\"#c33\" stroke-dasharray=\"5 3\"/>\n"
+    svg += "<text x=\"\(margin)\" y=\"\(y(0) + 80)\" fill=\"#555\">goals at σ 1 %: FRR ≤ 2 %, shoulder-surfer FAR ≤ 5 % (blue box), video-studier FAR ≤ 20 % (dashed)</text>\n"
+    svg += "<text x=\"\(x(farSpan / 2) - 30)\" y=\"\(y(0) + 42)\">FAR (%)</text>\n"
+    svg += "<text x=\"0\" y=\"0\" transform=\"translate(24 \(y(frrSpan / 2) + 50)) rotate(-90)\">FRR at σ 1 % (%)</text>\n"
+    let lines: [([(Double, Double, Double)], String, String, Double)] = [
+        (curve.map { ($0.factor, $0.frr, $0.surfer) }, "#24c", "shoulder-surfer", -46),
+        (curve.map { ($0.factor, $0.frr, $0.video) }, "#c33", "video-studier", -26),
     ]
-    for (points, colour, name) in lines {
+    for (points, colour, name, labelOffset) in lines {
         svg += "<polyline points=\"" + points.map { "\(x($0.2)),\(y($0.1))" }.joined(separator: " ")
             + "\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\"/>\n"
         for (factor, frr, far) in points {
             let isDefault = abs(factor - 1) < 1e-9
             svg += "<circle cx=\"\(x(far))\" cy=\"\(y(frr))\" r=\"\(isDefault ? 6 : 3)\" fill=\"\(colour)\"/>\n"
             if isDefault {
-                svg += "<text x=\"\(x(far) + 9)\" y=\"\(y(frr) - 8)\" fill=\"\(colour)\">\(name), default: FRR \(percent(frr)) %, FAR \(percent(far)) %</text>\n"
+                svg += "<line x1=\"\(x(far))\" y1=\"\(y(frr))\" x2=\"\(x(far) + 12)\" y2=\"\(y(frr) + labelOffset)\" stroke=\"\(colour)\"/>\n"
+                svg += "<text x=\"\(x(far) + 14)\" y=\"\(y(frr) + labelOffset - 2)\" fill=\"\(colour)\">\(name), default: FRR \(percent(frr)) %, FAR \(percent(far)) %</text>\n"
             }
         }
     }
-    svg += "<text x=\"\(x(span) - 420)\" y=\"\(y(span) + 20)\" fill=\"#555\">dots: tolerance factor 0.6…1.6 (upper left: tight); beyond 50 % drawn on the edge</text>\n"
+    svg += "<text x=\"\(margin)\" y=\"\(y(0) + 62)\" fill=\"#555\">dots: factor 0.6 (top, tightest) … 1.6 (bottom); FAR beyond 80 % drawn on the edge</text>\n"
     svg += "</svg>\n"
     writeFile(path, svg)
 }
