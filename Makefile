@@ -36,15 +36,15 @@ SWIFTC      ?= swiftc
 EMBEDDED        := .build-embedded
 EMBEDDED_TARGET := x86_64-unknown-linux-gnu
 EMBEDDED_LIBDIR := $(shell d=$$(dirname "$$(readlink -f "$$(command -v $(SWIFTC))")"); echo "$$d/../lib/swift/embedded/$(EMBEDDED_TARGET)")
-EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARGET) -wmo -Osize -lto=llvm-full \
+EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARGET) -wmo -Osize -lto=llvm-full -package-name Puff \
 	-Xfrontend -function-sections -Xfrontend -disable-all-autolinking -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM \
-	-I Sources/CAudit -I Sources/CPuffBuild/include -I Sources/CSpawn/include -I Sources/CModuleStart/include -I Sources/CHelperStart/include \
-	-I Sources/CLDAP/include
+	-I Sources/CAudit -I Sources/CPuffBuild/include -I Sources/CSpawn/include -I Sources/CModuleStart/include -I Sources/CHelperStart/include
 EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -Xlinker --as-needed -Xlinker -lsodium -Xlinker -lpam -Xlinker -laudit -use-ld=lld -Xlinker --gc-sections \
 	-Xlinker --icf=safe -Xlinker -mllvm -Xlinker -enable-machine-outliner=always -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro -Xlinker --build-id
 CORE_SOURCES     := $(shell find Sources/PuffCore -name '*.swift' | sort)
 PLATFORM_SOURCES := $(shell find Sources/PuffPlatform -name '*.swift' | sort)
+FLEET_SOURCES    := $(shell find Sources/PuffFleet -name '*.swift' | sort)
 PAM_SOURCES      := $(shell find Sources/PuffPAM -name '*.swift' | sort)
 HELPER_SOURCES   := $(shell find Sources/puff-check -name '*.swift' ! -name main.swift | sort)
 VERSION     := $(shell cat $(CURDIR)/VERSION)
@@ -150,27 +150,38 @@ $(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/sys
 	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/system_password.c -o $(EMBEDDED)/system_password.o
 	ld -r $(EMBEDDED)/start.o $(EMBEDDED)/system_password.o -o $@
 
-$(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h Sources/CLDAP/include/puff_ldap.h \
+$(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h \
 		Sources/CSpawn/include/puff_spawn.h $(EMBEDDED)/PuffCore.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPlatform -emit-module -emit-module-path $(EMBEDDED)/PuffPlatform.swiftmodule \
 		-c $(PLATFORM_SOURCES) -o $@
 
+# Fleet mode (Sources/PuffFleet): the directory client and the fleet's counters, a module of its
+# own that only the helper links (with the CLDAP loader); pam_puff.so is linked without this
+# object and without CLDAP.o, and PuffPAM cannot import it (no PuffFleet.swiftmodule is on
+# its import path until this is built, and its rule does not depend on it).
+$(EMBEDDED)/PuffFleet.o: $(FLEET_SOURCES) Sources/CLDAP/include/puff_ldap.h $(EMBEDDED)/PuffPlatform.o
+	mkdir -p $(EMBEDDED)/fleet
+	$(SWIFTC) $(EMBEDDED_FLAGS) -I Sources/CLDAP/include -parse-as-library -module-name PuffFleet -emit-module \
+		-emit-module-path $(EMBEDDED)/fleet/PuffFleet.swiftmodule \
+		-c $(FLEET_SOURCES) -o $@
+
 # NODELETE, kept from the full-runtime build (whose runtime could not be unloaded): pam_end's
 # dlclose leaves the module mapped, so a host that authenticates again does not load it again.
 build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
-		$(EMBEDDED)/CLDAP.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
+		$(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPAM -emit-library -o $(EMBEDDED)/pam_puff.so \
-		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o \
+		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
 		$(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o \
 		$(EMBEDDED_LINK) \
 		-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map -Xlinker -z -Xlinker nodelete
 	mkdir -p build
 	install -m 0644 $(EMBEDDED)/pam_puff.so $@
 
-build/puff-check: $(HELPER_SOURCES) Sources/CPAM/shim.h $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/HelperStart.o \
-		$(EMBEDDED)/CLDAP.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
-	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name puff_check -o $(EMBEDDED)/puff-check \
-		$(HELPER_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o \
+build/puff-check: $(HELPER_SOURCES) Sources/CPAM/shim.h $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/PuffFleet.o $(EMBEDDED)/CPuffBuild.o \
+		$(EMBEDDED)/HelperStart.o $(EMBEDDED)/CLDAP.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
+	$(SWIFTC) $(EMBEDDED_FLAGS) -I $(EMBEDDED)/fleet -I Sources/CLDAP/include -parse-as-library -module-name puff_check -o $(EMBEDDED)/puff-check \
+		$(HELPER_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/PuffFleet.o \
+		$(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o \
 		$(EMBEDDED)/HelperStart.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o \
 		$(EMBEDDED_LINK) -Xlinker -pie
 	mkdir -p build

@@ -2,7 +2,8 @@
 //
 // The layout is the architecture:
 //   PuffCore      pure logic: passcode rules, lockout arithmetic, record and config formats (no I/O, no C)
-//   PuffPlatform  syscalls, trusted files, locks, libsodium; the stores and the authentication flow
+//   PuffPlatform  syscalls, trusted files, locks, libsodium; the files store and the one attempt engine
+//   PuffFleet     fleet mode: the directory client, its counters, the offline cache (helper and CLI only)
 //   PuffPAM       the PAM boundary: C entry points, the conversation, one mapping to PAM codes
 //   puff-enroll   the command-line tool
 //   puff-check    the setuid helper through which unprivileged callers reach the store
@@ -56,16 +57,20 @@ let package = Package(
         .target(name: "PuffCore"),
         // libaudit: records for locks and administrator resets, as pam_faillock sends.
         .systemLibrary(name: "CAudit", path: "Sources/CAudit", providers: [.apt(["libaudit-dev"])]),
-        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CLDAP", "CPAM", "CSpawn"]),
+        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CPAM", "CSpawn"]),
+        // Fleet mode (`backend = ldap`): the directory client, the fleet's counters and the
+        // offline cache. Only the helper and puff-enroll depend on it: the module cannot
+        // import it, so it cannot link the directory client.
+        .target(name: "PuffFleet", dependencies: ["PuffCore", "PuffPlatform", "CLDAP"]),
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CModuleStart"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [
-            "PuffCore", "PuffPlatform",
+            "PuffCore", "PuffPlatform", "PuffFleet",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The setuid-root helper for unprivileged callers (like pam_unix's unix_chkpwd): no
         // Foundation, no argument parser; libpam only for the system-password proof.
-        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CHelperStart"]),
+        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "PuffFleet", "CPAM", "CHelperStart"]),
         // The terminal pad: draws gestures on the picture and runs a PAM login; not setuid.
         .executableTarget(name: "puff-pad", dependencies: [
             "PuffCore", "PuffPlatform", "CPAM", "CStb", "CChafa", "CPuffBuild",

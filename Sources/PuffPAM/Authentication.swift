@@ -98,9 +98,13 @@ extension ModuleContext {
         // The keypad and lock hints stay where the caller is the user: their own screen
         // locker or pad (the helper path), su or sudo to themselves.
         let discreet = !unprivileged && !callerIsUser(rawName)
+        // Where the store work runs, decided once for this call.
+        let route = StoreRoute.choose(directory: options.directory.isEnabled,
+                                      for: .module(effectiveUID: geteuid(), realUID: getuid()))
         let backend: Backend
         do {
-            backend = try Backend.prepare(options, userName: rawName ?? "", arguments: arguments, unprivileged: unprivileged,
+            backend = try Backend.prepare(route, options, userName: rawName ?? "", arguments: arguments,
+                                          origin: [rawItem(PAM_SERVICE), rawItem(PAM_TTY), rawItem(PAM_RHOST), rawItem(PAM_RUSER)],
                                           session: session)
         } catch {
             log(LOG_ERR, "user \(userForLog): \(error); failing closed")
@@ -183,9 +187,11 @@ extension ModuleContext {
             // For an `authsucc` line after the password module: if that module accepts this
             // same text as the system password, the failure is taken back.
             if let counted {
-                recordInHistory(counted, options, session)
+                // A service call's helper wrote the history itself: this process, which the
+                // user may stop (su run by them), takes no lock of the store.
+                if route != .rootService { recordInHistory(counted, options, session) }
                 do {
-                    if !remember(try PendingFailure(failure: counted, secret: secret, throughHelper: backend.isService)) {
+                    if !remember(try PendingFailure(failure: counted, secret: secret, route: route)) {
                         log(LOG_WARNING, "user \(userForLog): could not keep the failure for authsucc")
                     }
                 } catch {

@@ -2,37 +2,39 @@ import Glibc
 import PuffCore
 import PuffPlatform
 
-/// The module's choice of `CredentialBackend`: the files store in this process when the module
-/// runs as root; fleet mode as root through the helper's service calls (the module links no
-/// directory client); without root, the setuid helper, which then checks only the account of
-/// its caller's real uid. One enum that forwards, so `authenticate` is compiled once, not once
-/// per backend.
+/// The module's `CredentialBackend`, one case per route `StoreRoute.choose` gives the module:
+/// the files store in this process (real and effective uid root: sshd, login), the setuid
+/// helper for the caller's own account (no root: a screen locker), the root-started helper's
+/// service calls (fleet mode, and su or sudo run by a user, who could stop this process while
+/// it held another account's counter lock). One enum that forwards, so `authenticate` is
+/// compiled once, not once per backend.
 enum Backend: CredentialBackend {
     case local(LocalBackend)
     case helper(HelperBackend)
-    /// Fleet mode as root: the helper's service calls; a discreet refusal's dummy verification
-    /// runs here (`dummy`, the files store's hasher and host key).
+    /// The helper's service calls; a discreet refusal's dummy verification runs here
+    /// (`dummy`, the files store's hasher and host key).
     case service(HelperBackend, dummy: Authenticator)
 
-    /// The backend for `userName`, with the state before the prompt read; `session` holds
-    /// what this call has open of the store, `arguments` are the module's (for a service call).
-    static func prepare(_ options: PuffOptions, userName: String, arguments: [String], unprivileged: Bool,
-                        session: StoreSession) throws(StoreError) -> Backend {
-        if unprivileged { return .helper(try HelperBackend(HelperClient(path: options.helperPath))) }
+    /// The backend of `route` for `userName`, with the state before the prompt read; `session`
+    /// holds what this call has open of the store, `arguments` are the module's (for a service call).
+    static func prepare(_ route: StoreRoute, _ options: PuffOptions, userName: String, arguments: [String],
+                        origin: @autoclosure () -> [String], session: StoreSession) throws(StoreError) -> Backend {
         let authenticator = Authenticator(options: options, session: session)
-        // A name that is no user name is refused here as in the files store, without a helper.
-        guard options.directory.isEnabled, UserName(userName) != nil else {
+        switch route {
+        case .ownHelper:
+            return .helper(try HelperBackend(HelperClient(path: options.helperPath)))
+        case .rootService:
+            // A name that is no user name is refused here as in the files store, without a helper.
+            guard UserName(userName) != nil else { return .local(try LocalBackend(authenticator, userName: userName)) }
+            let client = HelperClient(path: options.helperPath, service: .init(user: userName, arguments: arguments,
+                                                                               origin: origin()))
+            return .service(try HelperBackend(client), dummy: authenticator)
+        case .files:
             return .local(try LocalBackend(authenticator, userName: userName))
+        case .directory:
+            // Not a route of the module (it cannot link the directory client).
+            throw .configuration("backend = ldap is served by the helper")
         }
-        let client = HelperClient(path: options.helperPath, service: .init(user: userName, arguments: arguments))
-        return .service(try HelperBackend(client), dummy: authenticator)
-    }
-
-    /// Whether the store work runs in the helper's service calls (a counted failure is then
-    /// taken back through the helper too).
-    var isService: Bool {
-        if case .service = self { return true }
-        return false
     }
 
     var state: CredentialState {

@@ -12,13 +12,14 @@ final class PendingFailure {
 
     /// What the attempt counted and what it must restore.
     let failure: Authenticator.CountedFailure
-    /// Counted by the helper's service call (fleet mode), so taken back through it too.
-    let throughHelper: Bool
+    /// Where it was counted (the files store here, or the root-started helper's service
+    /// call), so where it is taken back too.
+    let route: StoreRoute
     private let key: SecureBytes
     private let digest: SecureBytes
 
-    init(failure: Authenticator.CountedFailure, secret: borrowing SecureBytes, throughHelper: Bool) throws(StoreError) {
-        self.throughHelper = throughHelper
+    init(failure: Authenticator.CountedFailure, secret: borrowing SecureBytes, route: StoreRoute) throws(StoreError) {
+        self.route = route
         var key = try SecureBytes(count: Sodium.digestLength)
         Sodium.fillRandom(&key)
         self.digest = try Sodium.keyedDigest(of: secret, key: key)
@@ -101,10 +102,10 @@ extension ModuleContext {
             return .ignore
         }
         do {
-            let taken = pending.throughHelper
+            let taken = pending.route == .rootService
                 ? try HelperClient(path: options.helperPath, service: .init(user: pending.failure.user.value, arguments: arguments))
                     .takeBack(pending.failure)
-                : try Authenticator(options: options, session: session).filesTakeBack(pending.failure)
+                : try Authenticator(options: options, session: session).takeBack(pending.failure)
             if taken {
                 log(LOG_INFO, "user \(user): the system password was typed at Puff's prompt; Puff's failure taken back")
             }

@@ -22,11 +22,11 @@ public struct Authenticator {
         self.now = now
     }
 
-    var records: RecordStore { RecordStore(directory: options.recordDirectory, session: session) }
-    var counters: LockoutStore {
+    package var records: RecordStore { RecordStore(directory: options.recordDirectory, session: session) }
+    package var counters: LockoutStore {
         LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds, session: session)
     }
-    var hasher: PasscodeHasher { PasscodeHasher(cost: options.kdf) }
+    package var hasher: PasscodeHasher { PasscodeHasher(cost: options.kdf) }
 
     /// Who is asking, as far as the store can tell before any secret is read.
     public enum Subject: Sendable {
@@ -57,38 +57,27 @@ public struct Authenticator {
         public var lock: LockStatus
         /// Which factor is accepted now.
         public var acceptance: Acceptance
+
+        package init(account: Account, record: UserRecord, tally: Tally, lock: LockStatus, acceptance: Acceptance) {
+            (self.account, self.record, self.tally, self.lock, self.acceptance) = (account, record, tally, lock, acceptance)
+        }
     }
 
-    /// Resolves `userName` (raw, as the application gave it) to a subject.
+    /// Resolves `userName` (raw, as the application gave it) to a subject in the files store.
     public func subject(for userName: String) throws(StoreError) -> Subject {
         try Self.resolving(userName) { account throws(StoreError) in try subject(of: account) }
     }
 
-    /// The subject of an account already looked up (the helper has its caller's, by uid).
-    public func subject(of account: Account) throws(StoreError) -> Subject {
-        if options.directory.isEnabled { return try fleetSubject(account) }  // FleetAuthenticator.swift
-        return try filesSubject(of: account)
-    }
-
-    // The files store only (`backend = files`): what the module runs in its own process. Fleet
-    // mode goes to the helper (`puff-check service-*`), so the module never links the directory
-    // client; the `files` entry points are the calls that keep it out.
-
-    /// `subject(for:)` in the files store only.
-    public func filesSubject(for userName: String) throws(StoreError) -> Subject {
-        try Self.resolving(userName) { account throws(StoreError) in try filesSubject(of: account) }
-    }
-
     /// The account of `userName` handed to `body`, or the reason there is none.
-    private static func resolving(_ userName: String, _ body: (Account) throws(StoreError) -> Subject) throws(StoreError) -> Subject {
+    package static func resolving(_ userName: String, _ body: (Account) throws(StoreError) -> Subject) throws(StoreError) -> Subject {
         guard UserName(userName) != nil else { return .notEnrolled(reason: "invalid user name") }
         guard let account = try Account.lookup(userName) else { return .notEnrolled(reason: "no such account") }
         return try body(account)
     }
 
-    /// `subject(of:)` in the files store only.
+    /// The subject of an account already looked up, in the files store.
     @inline(never)
-    public func filesSubject(of account: Account) throws(StoreError) -> Subject {
+    public func subject(of account: Account) throws(StoreError) -> Subject {
         guard let record = try records.load(account), record.hasAnyFactor else {
             return .notEnrolled(reason: "no Puff record")
         }
@@ -119,14 +108,6 @@ public struct Authenticator {
         case notEnrolled
     }
 
-    /// What the first, short, locked step of an attempt decided.
-    enum Counted {
-        /// Decided without verifying (locked, not enrolled, passcode required).
-        case decided(Outcome)
-        /// Counted as a failure; the secret is to be checked against `record`.
-        case counted(record: UserRecord, before: Tally, tally: Tally, template: GestureTemplate?)
-    }
-
     /// A failure this process counted, as `attempt(_:for:counted:)` wrote it: what
     /// `takeBack(_:)` needs to undo it (the module's `authsucc` line).
     public struct CountedFailure: Equatable, Sendable {
@@ -136,45 +117,24 @@ public struct Authenticator {
         public var before: Tally
         /// The counter as the failure left it (its `serial` numbers the attempt).
         public var after: Tally
-        /// Fleet mode: the failure was also counted in the directory (FleetAuthenticator.swift).
+        /// Fleet mode: the failure was also counted in the directory (PuffFleet/FleetStore.swift).
         public var countedInDirectory = false
+
+        package init(user: UserName, before: Tally, after: Tally, countedInDirectory: Bool = false) {
+            (self.user, self.before, self.after, self.countedInDirectory) = (user, before, after, countedInDirectory)
+        }
     }
 
-    /// Checks `passcode` for `subject` in three steps, so that no process, stopped or slow,
-    /// holds a user's lock for longer than a read and a write:
-    ///
-    /// 1. under the user's lock: refuse when locked, count the attempt as a failure (it takes
-    ///    the number `tally.serial`), write the counter and check the write is whole and on
-    ///    disk; unlock. A write that fails ends the attempt before anything is verified.
-    /// 2. without the lock: argon2id or the gesture match. A process killed or stopped here
-    ///    leaves its attempt counted and blocks nobody.
-    /// 3. on success only, under the lock again: clear the failures counted *before* this
-    ///    attempt (those counted after it stay, with their lock), unless a newer success or an
-    ///    admin reset already did; the record must still hold the secret that verified.
-    ///
-    /// A passcode of a type below `min_passcode` is refused before anything is counted or
-    /// verified, unless `asProofForChange` (the user proving who they are in order to replace
-    /// it with one that meets the minimum).
+    /// `attempt(_:for:asProofForChange:counted:)` without the counted failure.
     public func attempt(_ passcode: borrowing SecureBytes, for subject: Subject,
                         asProofForChange: Bool = false) throws(StoreError) -> Outcome {
         var counted: CountedFailure?
         return try attempt(passcode, for: subject, asProofForChange: asProofForChange, counted: &counted)
     }
 
-    /// `attempt(_:for:asProofForChange:)`, also setting `countedFailure` when the outcome is a
-    /// failure this attempt counted.
+    /// One attempt with `passcode` for `subject` in the files store: the engine
+    /// (`run`, AttemptEngine.swift) over the local counter file.
     public func attempt(_ passcode: borrowing SecureBytes, for subject: Subject, asProofForChange: Bool = false,
-                        counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
-        if case .enrolled(let enrolled) = subject, options.directory.isEnabled {
-            countedFailure = nil
-            return try fleetAttempt(passcode, enrolled.account, asProofForChange: asProofForChange,
-                                    counted: &countedFailure)  // FleetAuthenticator.swift
-        }
-        return try filesAttempt(passcode, for: subject, asProofForChange: asProofForChange, counted: &countedFailure)
-    }
-
-    /// `attempt(_:for:asProofForChange:counted:)` in the files store only.
-    public func filesAttempt(_ passcode: borrowing SecureBytes, for subject: Subject, asProofForChange: Bool = false,
                              counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
         countedFailure = nil
         switch subject {
@@ -182,123 +142,24 @@ public struct Authenticator {
             try runDummyVerification(passcode)
             return .notEnrolled
         case .enrolled(let enrolled):
-            let account = enrolled.account
-            guard let hostKey = try records.loadHostKey() else {
-                throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
-            }
-            let isRoot = account.uid == 0
-            let isGesture = passcode.hasPrefix(GestureWire.prefix)
-            let started = now()
-            let step = try counters.update(account.name) { tally, save throws(StoreError) -> Counted in
-                let status = options.lockout.status(of: tally, now: started, isRoot: isRoot)
-                guard status == .open else { return .decided(.locked(status)) }
-                // Re-read under the lock: an enrollment may have changed the record since.
-                guard let record = try records.load(account), record.hasAnyFactor else { return .decided(.notEnrolled) }
-                if let decided = decidedBeforeCounting(record, tally, isGesture: isGesture,
-                                                       asProofForChange: asProofForChange, at: started) {
-                    return .decided(decided)
-                }
-                // Open the template before counting: a store problem must not cost an attempt.
-                var template: GestureTemplate?
-                if isGesture, let gesture = record.gesture {
-                    template = try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: hostKey,
-                                                       path: records.recordPath(account.name))
-                }
-                var counted = options.lockout.recordingFailure(in: tally, now: started)
-                if isGesture, counted.gestureFailures < UInt32.max { counted.gestureFailures += 1 }
-                try save(counted)
-                let before = tally
-                tally = counted
-                return .counted(record: record, before: before, tally: counted, template: template)
-            }
-            let record: UserRecord, before: Tally, counted: Tally, template: GestureTemplate?
-            switch step {
-            case .decided(let outcome):
-                if outcome == .notEnrolled { try runDummyVerification(passcode) }
-                return outcome
-            case .counted(let read, let found, let tally, let opened):
-                (record, before, counted, template) = (read, found, tally, opened)
-            }
-            func failed(_ detail: String) -> Outcome {
-                countedFailure = CountedFailure(user: account.name, before: before, after: counted)
-                return .failure(failures: counted.failures,
-                         lock: options.lockout.status(of: counted, now: started, isRoot: isRoot), detail: detail)
-            }
-            if isGesture {
-                guard let template else { return failed("a gesture was sent but none is enrolled") }
-                // The opened points are wiped once this attempt is over, as the secret is.
-                defer { template.wipeStorage() }
-                if let problem = Self.gestureProblem(passcode, template, naming: options.debug) { return failed(problem) }
-                // A version-1 template is migrated after a success, as passcode hashes are rehashed.
-                var upgradedGesture: String?
-                if template.version < GestureTemplate.encodingVersion {
-                    let upgraded = template.upgraded()
-                    defer { upgraded.wipeStorage() }
-                    upgradedGesture = try GestureSealing.seal(upgraded, for: account, hostKey: hostKey)
-                }
-                return try settleSuccess(of: counted.serial, for: account, verified: record, at: started,
-                                         passcode: nil, upgradedHash: nil, upgradedGesture: upgradedGesture,
-                                         failed: failed)
-            }
-            guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
-            let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
-            let matched: Bool
-            do {
-                matched = try hasher.verify(prehash, against: stored.hash)
-            } catch {
-                if case .system(_, _, let errno) = error, errno == .outOfMemory {
-                    // No secret was compared: take the attempt back rather than count a
-                    // right passcode as wrong.
-                    try takeBack(counted.serial, for: account.name)
-                }
-                throw error
-            }
-            guard matched else { return failed("") }
-            // The upgrade at the current cost is hashed here, outside the lock, too.
-            let upgradedHash = hasher.needsRehash(stored.hash) ? try hasher.hash(prehash) : nil
-            return try settleSuccess(of: counted.serial, for: account, verified: record, at: started,
-                                     passcode: stored, upgradedHash: upgradedHash, failed: failed)
+            let counter = FilesCounter(self, account: enrolled.account, isGesture: passcode.hasPrefix(GestureWire.prefix))
+            return try run(passcode, counter, for: enrolled.account, asProofForChange: asProofForChange, counted: &countedFailure)
         }
     }
 
-    /// Step 3 of `attempt`: records the success of the attempt numbered `serial`.
-    @inline(never)
-    private func settleSuccess(of serial: UInt64, for account: Account, verified record: UserRecord, at started: Int64,
-                               passcode: StoredPasscode?, upgradedHash: String?, upgradedGesture: String? = nil,
-                               failed: (String) -> Outcome) throws(StoreError) -> Outcome {
-        try counters.update(account.name) { tally, save throws(StoreError) -> Outcome in
-            // The secret must still be the enrolled one: a change or removal during the
-            // verification wins.
-            guard let current = try records.load(account) else { return failed("the record was removed meanwhile") }
-            if let passcode {
-                guard current.passcode == passcode else { return failed("the passcode was changed meanwhile") }
-            } else {
-                guard current.gesture == record.gesture else { return failed("the gesture was changed meanwhile") }
-                // An administrator's lock issued meanwhile: the gesture no longer opens.
-                if tally.adminLock {
-                    return current.passcode == nil ? .locked(.lockedUntilReset) : .passcodeRequired(.administrator)
-                }
-            }
-            try settleCounter(&tally, of: serial, passcodeUsed: passcode != nil, at: started, save)
-            if passcode == nil, let upgradedGesture, var gesture = current.gesture {
-                gesture.sealedTemplate = upgradedGesture
-                var upgraded = current
-                upgraded.gesture = gesture
-                try records.save(upgraded)
-                return .success(rehashed: true)
-            }
-            guard let passcode, let upgradedHash else { return .success(rehashed: false) }
-            var upgraded = current
-            upgraded.passcode = StoredPasscode(type: passcode.type, hash: upgradedHash)
-            try records.save(upgraded)
-            return .success(rehashed: true)
+    /// The host key, which peppers passcode hashes and seals gesture templates; missing while
+    /// a record exists is an error. The one place the host key is loaded for an attempt.
+    package func hostKey() throws(StoreError) -> SecureBytes {
+        guard let hostKey = try records.loadHostKey() else {
+            throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
         }
+        return hostKey
     }
 
     /// Step 3's write of the local counter, the same for the files store and for fleet mode
     /// online and offline: the failures counted before the attempt numbered `serial` cleared,
     /// and a passcode's success recorded.
-    func settleCounter(_ tally: inout Tally, of serial: UInt64, passcodeUsed: Bool, at started: Int64,
+    package func settleCounter(_ tally: inout Tally, of serial: UInt64, passcodeUsed: Bool, at started: Int64,
                        _ save: LockoutStore.Writer) throws(StoreError) {
         var next = tally.settlingSuccess(of: serial, deny: options.lockout.deny) ?? tally
         if passcodeUsed { next = Self.passcodeUsed(next, at: started, boot: bootID()) }
@@ -313,7 +174,7 @@ public struct Authenticator {
     /// Takes back the attempt numbered `serial` (counted, but its secret was never compared),
     /// unless a success or a reset has cleared it already.
     @inline(never)
-    private func takeBack(_ serial: UInt64, for name: UserName) throws(StoreError) {
+    package func takeBack(_ serial: UInt64, for name: UserName) throws(StoreError) {
         let deny = options.lockout.deny
         try counters.update(name) { tally, save throws(StoreError) in
             guard serial > tally.clearedSerial, tally.failures > 0, !tally.isDamaged else { return }
@@ -333,19 +194,14 @@ public struct Authenticator {
     public func countedAttempt(for account: Account, _ check: () throws(StoreError) -> Bool) throws(StoreError) -> Outcome {
         let isRoot = account.uid == 0
         let started = now()
-        let step = try counters.update(account.name) { tally, save throws(StoreError) -> Counted in
+        let (status, counted) = try counters.update(account.name) { tally, save throws(StoreError) -> (LockStatus, Tally) in
             let status = options.lockout.status(of: tally, now: started, isRoot: isRoot)
-            guard status == .open else { return .decided(.locked(status)) }
-            let next = options.lockout.recordingFailure(in: tally, now: started)
-            try save(next)
-            tally = next
-            return .counted(record: UserRecord(user: account.name, uid: account.uid, passcode: nil), before: tally,
-                            tally: next, template: nil)
+            guard status == .open else { return (status, tally) }
+            tally = options.lockout.recordingFailure(in: tally, now: started)
+            try save(tally)
+            return (status, tally)
         }
-        guard case .counted(_, _, let counted, _) = step else {
-            if case .decided(let outcome) = step { return outcome }
-            return .locked(.lockedUntilReset)
-        }
+        guard status == .open else { return .locked(status) }
         guard try check() else {
             return .failure(failures: counted.failures,
                             lock: options.lockout.status(of: counted, now: started, isRoot: isRoot),
@@ -361,15 +217,8 @@ public struct Authenticator {
     /// attempts were counted since, only one failure is removed, and a lock is lifted only
     /// when the rest stay below `deny`. `false` when there is nothing left to take back: a
     /// success or an administrator's reset cleared it since, or the counter is damaged.
-    public func takeBack(_ failure: CountedFailure) throws(StoreError) -> Bool {
-        let fleet = failure.countedInDirectory ? try fleetTakeBack(failure.user) : false  // FleetAuthenticator.swift
-        if !failure.countedInDirectory, options.directory.isEnabled { try fleetOfflineTakeBack(failure.user) }  // FleetOffline.swift
-        return try filesTakeBack(failure) || fleet
-    }
-
-    /// `takeBack(_:)` of the local counter only (all there is in the files store).
     @inline(never)
-    public func filesTakeBack(_ failure: CountedFailure) throws(StoreError) -> Bool {
+    public func takeBack(_ failure: CountedFailure) throws(StoreError) -> Bool {
         try counters.update(failure.user) { tally, save throws(StoreError) -> Bool in
             guard failure.after.serial > tally.clearedSerial, !tally.isDamaged, tally.failures > 0 else { return false }
             var next: Tally
@@ -390,7 +239,7 @@ public struct Authenticator {
     }
 
     /// `tally` after a passcode success (or enrollment) at `time`: the gesture is trusted again.
-    static func passcodeUsed(_ tally: Tally, at time: Int64, boot: String?) -> Tally {
+    package static func passcodeUsed(_ tally: Tally, at time: Int64, boot: String?) -> Tally {
         var next = tally
         next.passcodeAt = time
         next.passcodeBoot = boot ?? ""
@@ -400,13 +249,13 @@ public struct Authenticator {
 
     /// The current boot id (read once per session); `nil` (a restart is assumed) when it
     /// cannot be read.
-    func bootID() -> String? {
+    package func bootID() -> String? {
         session.bootID()
     }
 
     /// Why a serialized gesture does not verify against `template`, or `nil` when it does;
     /// `naming` (the `debug` option) adds the failing part and rule, never a coordinate.
-    static func gestureProblem(_ secret: borrowing SecureBytes, _ template: GestureTemplate,
+    package static func gestureProblem(_ secret: borrowing SecureBytes, _ template: GestureTemplate,
                                naming: Bool = false) -> String? {
         secret.withBytes { bytes -> String? in
             var attempt: Gesture
@@ -433,7 +282,7 @@ public struct Authenticator {
     /// (an administrator's lock on a gesture-only user), a gesture while only the passcode is
     /// accepted, a passcode type below `min_passcode`. `nil`: count it and verify. The same
     /// rules for the local store and for the directory, online and offline.
-    func decidedBeforeCounting(_ record: UserRecord, _ tally: Tally, isGesture: Bool, asProofForChange: Bool,
+    package func decidedBeforeCounting(_ record: UserRecord, _ tally: Tally, isGesture: Bool, asProofForChange: Bool,
                                at time: Int64) -> Outcome? {
         let acceptance = options.quickFactor.acceptance(of: record, tally, bootID: bootID(), now: time)
         if case .refused = acceptance { return .locked(.lockedUntilReset) }
@@ -465,7 +314,6 @@ public struct Authenticator {
     /// Runs under the user's counter lock, so it cannot interleave with a login's rehash.
     public func storePasscode(_ passcode: borrowing SecureBytes, type: PasscodeType,
                               for account: Account) throws(StoreError) {
-        if options.directory.isEnabled { return try fleetStorePasscode(passcode, type: type, for: account) }
         let hostKey = try records.loadOrCreateHostKey()
         let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
         let hash = try hasher.hash(prehash)
@@ -485,7 +333,6 @@ public struct Authenticator {
     /// Seals `template` for `account`, stores a copy of the picture it was drawn on and
     /// records both (keeping the record's passcode), under the user's counter lock.
     public func storeGesture(_ template: GestureTemplate, picture: [UInt8], for account: Account) throws(StoreError) {
-        if options.directory.isEnabled { return try fleetStoreGesture(template, picture: picture, for: account) }
         let hostKey = try records.loadOrCreateHostKey()
         let sealed = try GestureSealing.seal(template, for: account, hostKey: hostKey)
         try counters.update(account.name) { _, _ throws(StoreError) in
@@ -503,10 +350,7 @@ public struct Authenticator {
     /// Opens `account`'s sealed template (for the debug view); `nil` when none is enrolled.
     public func openGesture(of account: Account) throws(StoreError) -> (template: GestureTemplate, picture: [UInt8]?)? {
         guard let record = try records.load(account), let gesture = record.gesture else { return nil }
-        guard let hostKey = try records.loadHostKey() else {
-            throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
-        }
-        let template = try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: hostKey,
+        let template = try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: try hostKey(),
                                                path: records.recordPath(account.name))
         let picture = try records.loadPicture(account.name)
         return (template, picture.flatMap { SHA256.hex($0) == gesture.pictureSHA256 ? $0 : nil })
@@ -515,7 +359,6 @@ public struct Authenticator {
     /// Makes the passcode mandatory for `name` until its next passcode success (the
     /// administrator's "remote lock").
     public func requirePasscode(of name: UserName) throws(StoreError) {
-        if options.directory.isEnabled { return try fleetRequirePasscode(of: name) }
         try counters.update(name) { tally, save throws(StoreError) in
             tally.adminLock = true
             try save(tally)
@@ -526,7 +369,6 @@ public struct Authenticator {
     /// no record or picture. (The counter's lock file stays: it is never removed or renamed,
     /// so a waiting attempt always locks the file the next one will lock.)
     public func removeEnrollment(of name: UserName) throws(StoreError) -> Bool {
-        if options.directory.isEnabled { return try fleetRemoveEnrollment(of: name) }  // FleetAuthenticator.swift
         return try counters.update(name) { _, _ throws(StoreError) -> Bool in
             let removed = try records.remove(name)
             let pictures = try records.removePictures(name)

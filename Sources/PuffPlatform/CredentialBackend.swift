@@ -13,7 +13,7 @@ public protocol CredentialBackend {
     /// resolved.
     var auditUID: UInt32? { get }
     /// One attempt with `secret`. `counted` is set when a failure was counted that the module's
-    /// `authsucc` line can take back (`Authenticator.filesTakeBack(_:)` in this process, or
+    /// `authsucc` line can take back (`Authenticator.takeBack(_:)` in this process, or
     /// `HelperClient.takeBack(_:)` for a service call); a caller's own helper keeps it.
     func attempt(_ secret: borrowing SecureBytes,
                  counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome
@@ -91,7 +91,7 @@ public final class LocalBackend: CredentialBackend {
     /// Resolves `userName` (raw, as the application gave it) in the files store.
     public init(_ authenticator: Authenticator, userName: String) throws(StoreError) {
         self.authenticator = authenticator
-        self.subject = try authenticator.filesSubject(for: userName)
+        self.subject = try authenticator.subject(for: userName)
     }
 
     public var state: CredentialState { subject.state }
@@ -103,7 +103,7 @@ public final class LocalBackend: CredentialBackend {
 
     public func attempt(_ secret: borrowing SecureBytes,
                         counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
-        try authenticator.filesAttempt(secret, for: subject, counted: &counted)
+        try authenticator.attempt(secret, for: subject, counted: &counted)
     }
 
     public func runDummyVerification(_ secret: borrowing SecureBytes) {

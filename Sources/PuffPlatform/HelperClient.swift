@@ -17,12 +17,25 @@ public struct HelperClient: Sendable {
         public var user: String
         /// The module's arguments (the helper reads them as the module does: root chose them).
         public var arguments: [String]
+        /// The transaction's PAM service, terminal, remote host and remote user, for the failure
+        /// history the helper writes beside a counted failure (sent with `serviceVerify` only).
+        public var origin: [String]
 
-        /// A request for `user` under `arguments`.
-        public init(user: String, arguments: [String]) {
+        /// A request for `user` under `arguments`, from `origin` (service, tty, rhost, ruser).
+        public init(user: String, arguments: [String], origin: [String] = []) {
             self.user = user
             self.arguments = arguments
+            self.origin = origin
         }
+
+        /// The origin as frames: always four, each marked with a leading `=` (a frame is never
+        /// empty, and an item may be).
+        var originFields: [[UInt8]] {
+            (0..<Self.originCount).map { index in [UInt8(ascii: "=")] + Array((index < origin.count ? origin[index] : "").utf8) }
+        }
+
+        /// How many origin frames `serviceVerify` carries.
+        public static let originCount = 4
 
         /// The request's fields: the user, the number of arguments, the arguments (an empty
         /// argument sets nothing and a frame is never empty, so it is left out).
@@ -58,7 +71,7 @@ public struct HelperClient: Sendable {
             return try HelperReport.outcome(status: status, output: output, helper: path)
         }
         let (status, output) = try secret.withBytes { bytes throws(StoreError) in
-            try run(.serviceVerify, fields: service.fields, frames: [bytes])
+            try run(.serviceVerify, fields: service.fields + service.originFields, frames: [bytes])
         }
         // A failed helper says so by its status alone.
         guard status == HelperExit.success || status == HelperExit.refused else { throw HelperReport.failed(status, path) }

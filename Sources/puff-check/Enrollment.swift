@@ -1,5 +1,6 @@
 import Glibc
 import PuffCore
+import PuffFleet
 import PuffPlatform
 
 /// Self-enrollment for an ordinary user (`puff-enroll passcode|gesture` without root): the
@@ -11,7 +12,7 @@ import PuffPlatform
 ///   enroll-passcode:  proof, type (digits4|digits6|numeric|alphanumeric), new passcode
 ///   enroll-gesture:   proof, define gesture, confirm gesture, picture (PNG or JPEG bytes)
 enum Enrollment {
-    static func run(_ operation: HelperOperation, _ authenticator: Authenticator, _ subject: Authenticator.Subject,
+    static func run(_ operation: HelperOperation, _ store: Store, _ subject: Authenticator.Subject,
                     _ account: Account) throws(StoreError) -> Int32 {
         let request: Request
         do {
@@ -22,24 +23,24 @@ enum Enrollment {
         }
         // The new credential is checked first, so a good proof is never spent on a bad request.
         let change: Change
-        switch request.prepare(authenticator.options, isRoot: account.uid == 0) {
+        switch request.prepare(store.authenticator.options, isRoot: account.uid == 0) {
         case .failure(let reason):
             HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment refused: \(reason)")
             return HelperExit.rules
         case .success(let prepared):
             change = prepared
         }
-        let proved = try prove(request.proof, authenticator, subject, account)
+        let proved = try prove(request.proof, store, subject, account)
         guard proved.outcome == .success else {
             HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment refused, proof \(proved.outcome.rawValue)")
             return Helper.write(proved) ? HelperExit.refused : HelperExit.failure
         }
         switch change {
         case .passcode(let type):
-            try authenticator.storePasscode(request.secret, type: type, for: account)
+            try store.storePasscode(request.secret, type: type, for: account)
             HelperLog.write(LOG_NOTICE, "user \(account.name): passcode set by the user (type \(type.rawValue))")
         case .gesture(let template, let picture):
-            try authenticator.storeGesture(template, picture: picture, for: account)
+            try store.storeGesture(template, picture: picture, for: account)
             HelperLog.write(LOG_NOTICE, "user \(account.name): gesture set by the user")
         }
         return Helper.write(proved) ? HelperExit.success : HelperExit.failure
@@ -47,7 +48,7 @@ enum Enrollment {
 
     /// `remove`: the caller's own enrollment (record, picture, counter) after the same proof
     /// as a change. The request is one frame, the proof.
-    static func remove(_ authenticator: Authenticator, _ subject: Authenticator.Subject,
+    static func remove(_ store: Store, _ subject: Authenticator.Subject,
                        _ account: Account) throws(StoreError) -> Int32 {
         guard let proof = Self.readRemoval() else {
             HelperLog.write(LOG_NOTICE, "user \(account.name): malformed removal request; nothing read")
@@ -57,12 +58,12 @@ enum Enrollment {
             HelperLog.write(LOG_NOTICE, "user \(account.name): removal refused, nothing enrolled")
             return Helper.write(HelperReport(subject.state)) ? HelperExit.rules : HelperExit.failure
         }
-        let proved = try prove(proof, authenticator, subject, account)
+        let proved = try prove(proof, store, subject, account)
         guard proved.outcome == .success else {
             HelperLog.write(LOG_NOTICE, "user \(account.name): removal refused, proof \(proved.outcome.rawValue)")
             return Helper.write(proved) ? HelperExit.refused : HelperExit.failure
         }
-        _ = try authenticator.removeEnrollment(of: account.name)
+        _ = try store.removeEnrollment(of: account.name)
         HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment removed by the user")
         return Helper.write(proved) ? HelperExit.success : HelperExit.failure
     }
@@ -79,14 +80,14 @@ enum Enrollment {
     }
 
     /// The verified proof, as a report (`success`, `failure`, `locked`, `passcode-required`).
-    private static func prove(_ proof: borrowing SecureBytes, _ authenticator: Authenticator,
+    private static func prove(_ proof: borrowing SecureBytes, _ store: Store,
                               _ subject: Authenticator.Subject, _ account: Account) throws(StoreError) -> HelperReport {
         let state = subject.state
-        let record = try RecordStore(directory: authenticator.options.recordDirectory, session: authenticator.session)
+        let record = try RecordStore(directory: store.authenticator.options.recordDirectory, session: store.authenticator.session)
             .load(account)
         if let passcode = record?.passcode {
             if proof.hasPrefix(GestureWire.prefix) { return .passcodeRequiredForChange(state, type: passcode.type) }
-            let outcome = try authenticator.attempt(proof, for: subject, asProofForChange: true)
+            let outcome = try store.attempt(proof, for: subject, asProofForChange: true)
             return HelperReport(unverifiedIsFailure(outcome, state), before: state)
         }
         // A gesture-only user under an administrator's lock: only `puff-enroll reset` lifts
@@ -94,7 +95,7 @@ enum Enrollment {
         if case .refused(.administrator?) = subject.acceptance {
             return HelperReport(.locked(.lockedUntilReset), before: state)
         }
-        let outcome = try authenticator.countedAttempt(for: account) { () throws(StoreError) -> Bool in
+        let outcome = try store.authenticator.countedAttempt(for: account) { () throws(StoreError) -> Bool in
             SystemPassword.verify(user: account.name.value, proof: proof)
         }
         // The system password takes back only its own attempt: earlier failures stand.

@@ -1,6 +1,7 @@
 import CPAM
 import Glibc
 import PuffCore
+import PuffFleet
 import PuffPlatform
 
 /// syslog under the helper's own name.
@@ -28,17 +29,17 @@ enum Helper {
                 HelperLog.write(LOG_NOTICE, "uid \(uid) has no account")
                 return HelperExit.failure
             }
-            let authenticator = Authenticator(options: options, session: session)
-            let subject = try authenticator.subject(of: account)
+            let store = Store(options: options, session: session)
+            let subject = try store.subject(of: account)
             switch operation {
             case .query:
                 return write(HelperReport(subject.state)) ? HelperExit.success : HelperExit.failure
             case .verify:
-                return try verify(authenticator, subject, account)
+                return try verify(store, subject, account)
             case .enrollPasscode, .enrollGesture:
-                return try Enrollment.run(operation, authenticator, subject, account)
+                return try Enrollment.run(operation, store, subject, account)
             case .remove:
-                return try Enrollment.remove(authenticator, subject, account)
+                return try Enrollment.remove(store, subject, account)
             case .serviceQuery, .serviceVerify, .serviceTakeBack:
                 return HelperExit.usage  // Service.run, above
             }
@@ -48,7 +49,7 @@ enum Helper {
         }
     }
 
-    private static func verify(_ authenticator: Authenticator, _ subject: Authenticator.Subject,
+    private static func verify(_ store: Store, _ subject: Authenticator.Subject,
                                _ account: Account) throws(StoreError) -> Int32 {
         guard let secret = try readSecret() else {
             HelperLog.write(LOG_NOTICE, "user \(account.name): empty or oversized input; not counted")
@@ -57,17 +58,17 @@ enum Helper {
         let kind = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
         let before = subject.state
         var counted: Authenticator.CountedFailure?
-        let outcome = try authenticator.attempt(secret, for: subject, counted: &counted)
+        let outcome = try store.attempt(secret, for: subject, counted: &counted)
         // The system password typed at Puff's prompt (a screen locker whose stack falls back
         // to the password) is no Puff failure: the helper checks it itself, once for this
         // counted attempt, and takes the attempt back (as the module's `authsucc` line does
         // as root). Every other wrong answer stays counted, so this is no extra guess.
         if case .failure = outcome, let counted, kind == "passcode",
-           SystemPassword.verify(user: account.name.value, proof: secret), try authenticator.takeBack(counted) {
+           SystemPassword.verify(user: account.name.value, proof: secret), try store.takeBack(counted) {
             HelperLog.write(LOG_INFO, "user \(account.name): the system password was typed at Puff's prompt; "
                             + "Puff's failure taken back")
             // Still a refusal, with the counter as the take-back left it.
-            let after = try authenticator.subject(of: account).state
+            let after = try store.subject(of: account).state
             let report = HelperReport(.failure(failures: after.failures, lock: after.lock), before: after)
             return write(report) ? HelperExit.refused : HelperExit.failure
         }

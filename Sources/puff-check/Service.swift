@@ -1,6 +1,7 @@
 import CPAM
 import Glibc
 import PuffCore
+import PuffFleet
 import PuffPlatform
 
 /// The `service-*` operations: the store work of the module as root in fleet mode, for a named
@@ -41,21 +42,21 @@ enum Service {
             try Sodium.initialize()
             let session = StoreSession()
             let options = try Configuration.load(arguments: request.arguments, session: session).options
-            let authenticator = Authenticator(options: options, session: session)
+            let store = Store(options: options, session: session)
             switch operation {
             case .serviceQuery:
                 guard (try? FrameReader.end()) != nil else { return malformed() }
-                let subject = try authenticator.subject(for: request.user)
+                let subject = try store.subject(for: request.user)
                 return Helper.write(HelperReport(subject.state)) ? HelperExit.success : HelperExit.failure
             case .serviceVerify:
-                guard let secret = try? FrameReader.secret(limit: Helper.maximumSecretLength),
+                guard let origin = try? readOrigin(), let secret = try? FrameReader.secret(limit: Helper.maximumSecretLength),
                       (try? FrameReader.end()) != nil else { return malformed() }
-                return try verify(secret, authenticator, request, user: user)
+                return try verify(secret, store, request, origin: origin, user: user)
             case .serviceTakeBack:
                 guard let fields = try? readFailure(), let failure = Authenticator.CountedFailure(serviceFields: fields) else {
                     return malformed()
                 }
-                let taken = try authenticator.takeBack(failure)
+                let taken = try store.takeBack(failure)
                 if taken {
                     HelperLog.write(LOG_INFO, "user \(user): the system password was typed at Puff's prompt; Puff's failure taken back")
                 }
@@ -71,15 +72,28 @@ enum Service {
 
     /// One attempt; the answer is the report, then the failure it counted, if any (for the
     /// module's `authsucc` line and its failure history).
-    private static func verify(_ secret: borrowing SecureBytes, _ authenticator: Authenticator, _ request: Request,
-                               user: String) throws(StoreError) -> Int32 {
-        let subject = try authenticator.subject(for: request.user)
+    private static func verify(_ secret: borrowing SecureBytes, _ store: Store, _ request: Request,
+                               origin: [String], user: String) throws(StoreError) -> Int32 {
+        let subject = try store.subject(for: request.user)
         let before = subject.state
         var counted: Authenticator.CountedFailure?
-        let outcome = try authenticator.attempt(secret, for: subject, counted: &counted)
+        let outcome = try store.attempt(secret, for: subject, counted: &counted)
         if case .failure(let failures, _, let detail) = outcome {
             HelperLog.write(LOG_NOTICE, "user \(user): authentication failure (\(failures) in a row)"
                             + (detail.isEmpty ? "" : "; " + detail))
+        }
+        // The failure history (`puff-enroll status --user`), written here and not by the module,
+        // whose process the user may be able to stop (su run by them) while it held the lock.
+        if let counted, origin.count == HelperClient.Service.originCount {
+            let options = store.authenticator.options
+            let entry = FailureHistory.Entry(time: counted.after.lastFailure, service: origin[0], tty: origin[1],
+                                             rhost: origin[2], ruser: origin[3])
+            do {
+                try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds,
+                                   session: store.authenticator.session).record(entry, for: counted.user)
+            } catch {
+                HelperLog.write(LOG_WARNING, "user \(user): failure history not written: \(error)")
+            }
         }
         let report = HelperReport(outcome, before: before)
         let answer = FrameText.encode([report.encoded()] + (counted?.serviceFields ?? []))
@@ -100,6 +114,20 @@ enum Service {
             arguments.append(argument)
         }
         return Request(user: user, arguments: arguments)
+    }
+
+    /// The transaction's origin (`HelperClient.Service.originFields`): four frames, each `=` and
+    /// an item of at most 256 bytes.
+    private static func readOrigin() throws(FrameReader.Malformed) -> [String] {
+        var items: [String] = []
+        for _ in 0..<HelperClient.Service.originCount {
+            let frame = try FrameReader.bytes(limit: 257)
+            guard frame.first == UInt8(ascii: "="), let item = String(validating: frame.dropFirst(), as: UTF8.self) else {
+                throw FrameReader.Malformed()
+            }
+            items.append(item)
+        }
+        return items
     }
 
     /// A counted failure's fields (`CountedFailure.serviceFields`), then the end of the request.

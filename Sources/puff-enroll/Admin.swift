@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import PuffCore
+import PuffFleet
 import PuffPlatform
 
 /// `puff-enroll status`: what is enrolled and the lockout state.
@@ -48,13 +49,13 @@ struct Status: ParsableCommand {
                 var cache: (age: Int64, fresh: Bool, offlineFailures: UInt32)?
                 if options.directory.isEnabled, let account {
                     // Fleet mode: the directory's record and fleet-wide counter (FleetAuthenticator.swift).
-                    let authenticator = Authenticator(options: options)
+                    let authenticator = FleetStore(Authenticator(options: options))
                     let fleet: (record: UserRecord, tally: Tally, lastFailureHost: String?)?
                     do {
-                        fleet = try authenticator.fleetStatus(of: account)
+                        fleet = try authenticator.status(of: account)
                     } catch StoreError.directoryUnreachable(let why) where options.directory.cacheTTL > 0 {
                         // Offline (a laptop away from the directory): what an offline login goes by.
-                        guard let copy = try authenticator.fleetOfflineStatus(of: account) else {
+                        guard let copy = try authenticator.offlineStatus(of: account) else {
                             throw StoreError.directoryUnreachable(why + "; no cached copy of \(name)'s record on this host")
                         }
                         fleet = (copy.record, copy.tally, nil)
@@ -65,7 +66,7 @@ struct Status: ParsableCommand {
                     tally = try fleet?.tally ?? counters.read(name)
                     countedBy = fleet?.lastFailureHost
                     // This host's offline copy (FleetOffline.swift).
-                    cache = try authenticator.fleetCacheStatus(of: account)
+                    cache = try authenticator.cacheStatus(of: account)
                     cacheLine = cache.map { cache in
                         "This host has a cached copy of \(name)'s record for offline logins, \(cache.age) s old"
                             + (cache.fresh ? "" : " (beyond ldap_cache_ttl: not used)")
@@ -247,7 +248,7 @@ struct Reset: ParsableCommand {
             let name = account.name
             if options.directory.isEnabled {
                 // Fleet mode: the directory's counter, so every host is unlocked (FleetAuthenticator.swift).
-                let cleared = try Authenticator(options: options).fleetReset(of: name)
+                let cleared = try FleetStore(Authenticator(options: options)).reset(of: name)
                 Command.audit("fleet lockout of user \(name) reset by uid \(getuidValue()) on \(fleetHostName(options.directory)) (\(cleared) failures cleared)")
                 Audit.administrator("puff-reset", user: name.value, uid: account.uid, succeeded: true)
                 Terminal.say("Fleet lockout of \(name) reset (\(cleared) failures cleared).")
@@ -285,7 +286,7 @@ struct Lock: ParsableCommand {
             let options = try store.load()
             let account = try Command.account(user)
             let name = account.name
-            try Authenticator(options: options).requirePasscode(of: name)
+            try Store(options: options, for: .tool(effectiveUID: geteuid())).requirePasscode(of: name)
             Command.audit("passcode required for user \(name) by uid \(getuidValue()) (puff-enroll lock)")
             Audit.administrator("puff-lock", user: name.value, uid: account.uid, succeeded: true)
             Terminal.say("\(name) must use the passcode at the next login.")
@@ -316,7 +317,7 @@ struct Remove: ParsableCommand {
             try Command.requireRoot()
             let options = try store.load()
             let valid = try Command.userName(user ?? Command.callerName())
-            guard try Authenticator(options: options).removeEnrollment(of: valid) else {
+            guard try Store(options: options, for: .tool(effectiveUID: geteuid())).removeEnrollment(of: valid) else {
                 throw Failure(ExitCodes.unknown, "\(valid) has nothing enrolled")
             }
             Command.audit("enrollment of user \(valid) removed by uid \(getuidValue())")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import PuffCore
+import PuffFleet
 import PuffPlatform
 
 /// `puff-enroll gesture`: enroll a picture gesture (define, then confirm).
@@ -47,12 +48,11 @@ struct GestureCommand: ParsableCommand {
             let image = try Picture.load(picture)
             let settings = try options.gestureRecognizerSettings()
             let (template, _) = try drawings(width: image.width, height: image.height, settings: settings, third: true)
-            try Authenticator(options: options).storeGesture(template, picture: image.bytes, for: account)
+            let enrolled = Store(options: options, for: .tool(effectiveUID: geteuid()))
+            try enrolled.storeGesture(template, picture: image.bytes, for: account)
             Command.audit("gesture of user \(account.name) set by uid \(getuidValue())")
             Terminal.say("Gesture for \(account.name) saved (\(template.parts.count) parts, picture \(image.width)x\(image.height)).")
-            let stored = options.directory.isEnabled
-                ? try Authenticator(options: options).fleetStatus(of: account)?.record  // fleet mode
-                : try RecordStore(directory: options.recordDirectory).load(account)
+            let stored = try enrolled.record(of: account)
             if stored?.passcode == nil {
                 Terminal.warn("puff-enroll: note: \(account.name) has no passcode; a passcode fallback is recommended "
                               + "(puff-enroll passcode). Without one the gesture stays usable after restarts and "

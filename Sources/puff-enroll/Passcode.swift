@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import PuffCore
+import PuffFleet
 import PuffPlatform
 
 extension PasscodeType: ExpressibleByArgument {}
@@ -37,10 +38,8 @@ struct Passcode: ParsableCommand {
             try Command.requireRoot()
             let options = try store.load()
             let account = try Command.account(user)
-            let authenticator = Authenticator(options: options)
-            let existing = options.directory.isEnabled
-                ? try authenticator.fleetStatus(of: account)?.record  // fleet mode: the directory's record
-                : try RecordStore(directory: options.recordDirectory).load(account)
+            let authenticator = Store(options: options, for: .tool(effectiveUID: geteuid()))
+            let existing = try authenticator.record(of: account)
             let actingOnOther = account.uid != getuidValue()
             if let stored = existing?.passcode, !actingOnOther {
                 try confirmCurrent(authenticator, account: account, type: stored.type)
@@ -53,7 +52,7 @@ struct Passcode: ParsableCommand {
         }
     }
 
-    private func confirmCurrent(_ authenticator: Authenticator, account: Account, type: PasscodeType) throws {
+    private func confirmCurrent(_ authenticator: Store, account: Account, type: PasscodeType) throws {
         guard case .secret(let current) = try Terminal.readSecret(prompt: "Current passcode: ", fromStdin: stdin) else {
             throw Failure(ExitCodes.refused, "cancelled")
         }

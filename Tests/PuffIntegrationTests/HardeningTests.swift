@@ -174,6 +174,106 @@ struct HardeningTests {
         #expect(!su.output.contains("puff-su-ok"))
     }
 
+    /// Issue 27, item 1, as the attacker ran it: an ordinary user runs `su VICTIM`, answers
+    /// the prompt, and a watcher of theirs (same uid) polls the world-readable /proc/locks and
+    /// sends SIGSTOP to the lock's holder, and to the su, the moment su or any process it
+    /// started holds a lock (which can only be on the victim's files); in the other rounds it
+    /// stops the su at fixed moments after the answer instead. Each time, the victim's right
+    /// passcode through the harness as sshd runs it (real and effective uid root) must then
+    /// succeed without waiting for any lock. Before: the su held the counter lock itself, and
+    /// the login waited `lock_wait` and failed with PAM_AUTHINFO_UNAVAIL.
+    @Test func aSuStoppedByItsUserHoldsNothingAnotherAccountsLoginWaitsOn() throws {
+        let caller = try RealClientTests.ShellUser("caller")
+        let target = try RealClientTests.ShellUser("target")
+        let fixture = try Fixture(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 50\nmax_failures = 0\n",
+                                  moduleArguments: "lock_wait=10")
+        #expect(try fixture.enroll(target.name, Self.right).status == 0)
+        let pamFile = try Self.suService(fixture, extra: "lock_wait=10")
+        let watcher = fixture.root + "/watcher.py"
+        try fixture.write(watcher, Self.lockWatcher, mode: 0o755)
+        for moment in ["lock", "lock", "lock", "0", "1", "3", "10", "40"] {
+            let report = fixture.root + "/watcher-\(UInt32.random(in: 0...UInt32.max)).txt"
+            let go = report + ".go"
+            FileManager.default.createFile(atPath: report, contents: nil, attributes: [.posixPermissions: 0o666])
+            let su = try Terminal(Self.suArguments(as: caller, to: target, pamFile: pamFile))
+            defer { su.kill() }
+            // The watcher, as the caller: it may signal the su (real uid theirs), nothing root started.
+            let spy = try Child(["/usr/bin/setpriv", "--reuid=\(caller.uid)", "--regid=\(caller.gid)", "--init-groups", "--",
+                                 "/usr/bin/python3", watcher, String(su.pid), moment, go, report],
+                                stdin: .null, stdout: .same, stderr: .same).start()
+            defer { Glibc.kill(spy, SIGKILL); var raw: Int32 = 0; waitpid(spy, &raw, 0) }
+            usleep(200_000)
+            #expect(su.answer(Self.wrong, whenOutputContains: "asscode"), "\(moment): no prompt: \(su.output)")
+            FileManager.default.createFile(atPath: go, contents: nil)
+            var raw: Int32 = 0
+            let deadline = Date().addingTimeInterval(20)
+            while waitpid(spy, &raw, WNOHANG) == 0 && Date() < deadline { usleep(1_000) }
+            let seen = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+            #expect(seen.contains("stopped su"), "\(moment): \(seen)")
+            // The victim's login as sshd runs it, while the su stays stopped.
+            let started = Date()
+            let login = try fixture.authenticate(target.name, replies: [Self.right])
+            let took = Date().timeIntervalSince(started)
+            #expect(login.status == PAMCode.success, "\(moment) (\(seen)): \(login.status) after \(took) s: \(login.output)")
+            // Promptly: well under lock_wait (10 s), which a login waiting on a lock would spend.
+            #expect(took < 3, "\(moment) (\(seen)): the victim's login took \(took) s")
+            print("stopped-su round \(moment): \(seen.split(separator: "\n").joined(separator: "; ")); victim's login \(Int(took * 1000)) ms")
+            Glibc.kill(su.pid, SIGCONT)
+            _ = su.wait(atMost: 30)
+        }
+    }
+
+    /// The attacker's watcher (python3, run as the su's caller): argv su-pid, moment ("lock",
+    /// or milliseconds after `go` appears), the go file, the report file.
+    static let lockWatcher = #"""
+        import os, signal, sys, time
+        su, moment, go, report = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+        def tree(pid):
+            found, todo = set(), [pid]
+            while todo:
+                p = todo.pop()
+                if p in found: continue
+                found.add(p)
+                try:
+                    for task in os.listdir("/proc/%d/task" % p):
+                        with open("/proc/%d/task/%s/children" % (p, task)) as f:
+                            todo += [int(c) for c in f.read().split()]
+                except OSError:
+                    pass
+            return found
+        def stop(pid):
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                return "stopped"
+            except PermissionError:
+                return "EPERM"
+            except ProcessLookupError:
+                return "gone"
+        out = open(report, "w")
+        if moment == "lock":
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                with open("/proc/locks") as f:
+                    lines = f.read().splitlines()
+                pids = tree(su)
+                held = [l for l in lines if len(l.split()) > 4 and l.split()[4].lstrip("-").isdigit() and int(l.split()[4]) in pids]
+                if held:
+                    holder = int(held[0].split()[4])
+                    what = "the su itself" if holder == su else "pid %d started by the su: %s" % (holder, stop(holder))
+                    out.write("lock held by %s (%s)\n" % (what, held[0]))
+                    out.write("stopped su: %s\n" % stop(su))
+                    break
+            else:
+                out.write("no lock held by the su or its children seen in 15 s\n")
+                out.write("stopped su: %s\n" % stop(su))
+        else:
+            while not os.path.exists(go):
+                time.sleep(0.0001)
+            time.sleep(int(moment) / 1000)
+            out.write("stopped su: %s, %s ms after the answer\n" % (stop(su), moment))
+        out.close()
+        """#
+
     // MARK: 4. SWIFT_* environment
 
     /// The helper, setuid root, run by an ordinary user with SWIFT_DEBUG_LIB_PRESPECIALIZED_PATH:
@@ -460,11 +560,12 @@ struct HardeningTests {
 
     // MARK: Helpers
 
-    /// A su service file with the module on the fixture's store.
+    /// A su service file with the module on the fixture's store. `helper=`: su run by a user
+    /// does its store work in the root-started helper (StoreRoute).
     static func suService(_ fixture: Fixture, extra: String = "") throws -> String {
         let pamFile = fixture.root + "/su"
         try fixture.write(pamFile, """
-            auth required \(Artefacts.module) dir=\(fixture.etc) state_dir=\(fixture.state) conf=\(fixture.conf) nodelay \(extra)
+            auth required \(Artefacts.module) dir=\(fixture.etc) state_dir=\(fixture.state) conf=\(fixture.conf) nodelay helper=\(Artefacts.helper) \(extra)
             account required pam_permit.so
             session required pam_permit.so
 

@@ -362,7 +362,7 @@ struct RealClientTests {
         #expect(try fixture.enroll(target.name, Self.right).status == 0)
         let pamFile = fixture.root + "/su"
         try fixture.write(pamFile, """
-            auth required \(Artefacts.module) dir=\(fixture.etc) state_dir=\(fixture.state) conf=\(fixture.conf) nodelay deny=5
+            auth required \(Artefacts.module) dir=\(fixture.etc) state_dir=\(fixture.state) conf=\(fixture.conf) nodelay deny=5 helper=\(Artefacts.helper)
             account required pam_permit.so
             session required pam_permit.so
 

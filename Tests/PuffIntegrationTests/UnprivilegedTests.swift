@@ -185,7 +185,10 @@ struct UnprivilegedTests {
         let store = ["3", "dir=\(stage.fixture.etc)", "state_dir=\(stage.fixture.state)", "conf=\(stage.fixture.conf)"]
         let query = try run(stage.helper, ["service-query"], input: request([bob] + store))
         #expect(query.status == 0 && query.output.hasPrefix("puff-check 1\noutcome state\n"), "\(query.output)")
-        let verify = try run(stage.helper, ["service-verify"], input: request([bob] + store + ["000000"]))
+        // service-verify carries the transaction's origin for the failure history (four frames,
+        // each "=" and the item), then the secret.
+        let origin = ["=puff-test", "=pts/9", "=192.0.2.7", "="]
+        let verify = try run(stage.helper, ["service-verify"], input: request([bob] + store + origin + ["000000"]))
         #expect(verify.status == 1, "\(verify.output)")
         // The answer: the report, then the counted failure (before, after, where), framed.
         #expect(verify.output.range(of: #"^\d+\npuff-check 1\noutcome failure\n"#, options: .regularExpression) != nil,
@@ -194,7 +197,8 @@ struct UnprivilegedTests {
         #expect(!verify.output.contains("000000"))
         #expect(try stage.fixture.failures(bob) == 1)
         // A malformed request is refused unread and counts nothing.
-        for fields in [[bob, "x"], [bob, "4"] + store, [bob] + store + ["000000", "extra"], [""] + store] {
+        for fields in [[bob, "x"], [bob, "4"] + store, [bob] + store + origin + ["000000", "extra"], [""] + store,
+                       [bob] + store + ["000000"], [bob] + store + ["puff-test"] + origin.dropFirst() + ["000000"]] {
             let malformed = try run(stage.helper, ["service-verify"], input: request(fields))
             #expect(malformed.status == 2, "\(fields): \(malformed.status)")
         }

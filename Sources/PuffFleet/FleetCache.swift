@@ -1,5 +1,6 @@
 import Glibc
 import PuffCore
+import PuffPlatform
 
 /// The offline cache of fleet mode (`ldap_cache_ttl`, off by default): one file per user,
 /// `state_dir/fleet-cache/NAME`, root 0600 in a root 0700 directory, read and replaced through

@@ -1,5 +1,6 @@
 import Glibc
 import PuffCore
+import PuffPlatform
 
 /// Root-only secrets in small files (the fleet key, the directory bind password), read
 /// straight into wiped memory through the trusted-files checks: every directory on the path

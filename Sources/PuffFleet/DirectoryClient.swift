@@ -1,6 +1,7 @@
 import CLDAP
 import Glibc
 import PuffCore
+import PuffPlatform
 
 /// One user's Puff attributes as the directory holds them (`ldap/puff.ldif`).
 public struct DirectoryEntry: Sendable {
@@ -40,9 +41,13 @@ public enum DirectoryChange: Sendable {
 /// or ldap:// upgraded with StartTLS; certificates are always required and checked against
 /// `ldap_ca_file` and the name in the URI. Connecting is bounded by `ldap_network_timeout`,
 /// each operation by `ldap_timeout` (sent asynchronously and abandoned when the time is up).
-/// The handle is unbound when the connection goes out of scope.
-public struct DirectoryConnection: ~Copyable {
+/// The handle is unbound when the connection goes out of scope. A class: one login holds one
+/// connection (`DirectoryLink`) and hands it to each step.
+public final class DirectoryConnection {
     private let handle: OpaquePointer
+    /// Set when an operation found the directory out of reach (a timeout, a lost connection):
+    /// the login does not wait on it again.
+    public private(set) var lost: String?
     /// The settings it was opened with.
     public let settings: DirectorySettings
     private var timeoutMilliseconds: Int32 { Int32(clamping: settings.operationTimeout * 1000) }
@@ -112,7 +117,7 @@ public struct DirectoryConnection: ~Copyable {
             }
         }
         defer { puff_ldap_user_free(&user) }
-        guard code == 0 else { throw Self.error(code, "search uid=\(name) under \(settings.base)", handle: handle) }
+        guard code == 0 else { throw failed(code, "search uid=\(name) under \(settings.base)") }
         guard found == 1, let dnPointer = user.dn, let dn = String(validatingCString: dnPointer) else { return nil }
         func bytes(_ pointer: UnsafeMutablePointer<UInt8>?, _ count: Int) -> [UInt8]? {
             guard let pointer else { return nil }
@@ -140,7 +145,7 @@ public struct DirectoryConnection: ~Copyable {
         let code = dn.withCString { dnText in
             host.withCString { puff_ldap_count_failure(handle, dnText, now, $0, timeoutMilliseconds, &count) }
         }
-        guard code == 0 else { throw Self.error(code, "count a failure on \(dn)", handle: handle) }
+        guard code == 0 else { throw failed(code, "count a failure on \(dn)") }
         guard let failures = UInt32(exactly: count) else {
             throw .directory("\(dn): puffFailures out of range after the increment")
         }
@@ -187,7 +192,7 @@ public struct DirectoryConnection: ~Copyable {
                 puff_ldap_modify(handle, dnText, buffer.baseAddress, Int32(buffer.count), timeoutMilliseconds)
             }
         }
-        guard code == 0 else { throw Self.error(code, "modify \(dn)", handle: handle) }
+        guard code == 0 else { throw failed(code, "modify \(dn)") }
     }
 
     /// Makes libldap available. The module and the helper load it from `ldap_library` on the
@@ -222,6 +227,13 @@ public struct DirectoryConnection: ~Copyable {
         guard code != 0 else { return }
         let reason = buffer.withUnsafeBufferPointer { $0.baseAddress.flatMap { String(validatingCString: $0) } }
         throw failure(reason ?? "unknown error")
+    }
+
+    /// `error(code, what)`, remembered as `lost` when it means the directory is out of reach.
+    private func failed(_ code: Int32, _ what: String) -> StoreError {
+        let failure = Self.error(code, what, handle: handle)
+        if case .directoryUnreachable(let why) = failure { lost = why }
+        return failure
     }
 
     /// The LDAP result code `code` of `what`, with the server's diagnostic.
