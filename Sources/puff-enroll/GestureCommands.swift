@@ -138,9 +138,10 @@ struct GestureCommand: ParsableCommand {
             case .confirm:
                 prompt = "Gesture (confirm): "
             case .onceMore:
+                if third { Terminal.say("Draw the gesture once more: Puff learns it from all three drawings.") }
                 prompt = "Gesture (once more): "
             case .oneMore:
-                Terminal.say("The drawings differ a lot; draw the gesture once more.")
+                Terminal.say("The drawings differ a lot; draw the gesture one more time.")
                 prompt = "Gesture (one more): "
             }
             if !third, drawn.count >= 2 {
