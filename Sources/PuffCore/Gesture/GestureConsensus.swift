@@ -355,8 +355,9 @@ enum GestureConsensus {
         let f = factor(settings)
         let placeSpread = bounded(place, f * floors.place, f * ceilings.place)
         let shiftSpread = bounded(2 * place, f * floors.shift, f * ceilings.shift)
-        let stored = (try? GestureRecognizerSettings(placeTolerance: placeSpread, shapeTolerance: settings.shapeTolerance,
-                                                     shiftLimit: shiftSpread, overflow: settings.overflow)) ?? settings
+        let stored = (try? GestureRecognizerSettings(placeTolerance: max(0.002, placeSpread),
+                                                     shapeTolerance: settings.shapeTolerance,
+                                                     shiftLimit: max(0.002, shiftSpread), overflow: settings.overflow)) ?? settings
         return (stored, kinds.map { $0 == .tap ? 0 : f * floors.shape })
     }
 

@@ -150,9 +150,11 @@ public enum GestureEnroller {
             chosen = model
         }
         guard let model = chosen else { throw .confirmationMismatch(firstRefusal) }
-        guard let stored = try? GestureRecognizerSettings(placeTolerance: model.placeSpread,
+        // The settings' own lower bound (0.2 %) is below every floor at the default factor and
+        // reached only at the smallest gesture_tolerance.
+        guard let stored = try? GestureRecognizerSettings(placeTolerance: max(0.002, model.placeSpread),
                                                           shapeTolerance: model.shapeCap,
-                                                          shiftLimit: model.shiftSpread, overflow: model.overflow)
+                                                          shiftLimit: max(0.002, model.shiftSpread), overflow: model.overflow)
         else { throw .confirmationMismatch(nil) }
         let storedPoints = model.stored.enumerated().map { index, part -> [GestureMilliPoint] in
             let points = kinds[index] == .tap ? [part[0]] : part
