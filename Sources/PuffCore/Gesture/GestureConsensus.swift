@@ -55,12 +55,12 @@ enum GestureConsensus {
     static let pathPlaceFloor = 0.002
     /// Weight of the shape terms in the score (in degrees of freedom per path).
     static let shapeWeight = 2.0
-    /// Standard normal quantile of the whole score's limit (97.7 %).
-    static let confidence = 2.0
-    /// Standard normal quantile of the separate limit on the parts' places alone (99 %): a
+    /// Standard normal quantile of the whole score's limit (96.4 %).
+    static let confidence = 1.8
+    /// Standard normal quantile of the separate limit on the parts' places alone (99.3 %): a
     /// shoulder-surfer's shapes and shift are genuine, and in the whole score their room
     /// would pay for the misplaced parts.
-    static let placeConfidence = 2.33
+    static let placeConfidence = 2.45
     /// The most cell variance (per axis) an enrollment's declaration raises the floors by: that
     /// of puff-pad's cell in a 100×30 terminal on a 4:3 picture (1.39 % × 2.78 % of the longest
     /// side), whatever cell is declared.
@@ -87,11 +87,13 @@ enum GestureConsensus {
         var rawShapes: [Double]
         /// The part (from 0) whose places differ most between the drawings.
         var worstPlacePart: Int
+        /// The ceilings these drawings were bounded by.
+        var ceilings: (shift: Double, place: Double, shape: Double)
 
         /// Why these drawings are too inconsistent to enroll, or nil: a raw spread beyond
         /// `refusalFactor` times its ceiling.
-        func refusal(settings: GestureRecognizerSettings) -> GestureFailureDetail? {
-            let f = factor(settings) * refusalFactor
+        func refusal() -> GestureFailureDetail? {
+            let f = refusalFactor
             if rawShift > f * ceilings.shift { return GestureFailureDetail(part: 0, rule: .shift) }
             if rawPlace > f * ceilings.place {
                 return GestureFailureDetail(part: worstPlacePart + 1,
@@ -101,6 +103,23 @@ enum GestureConsensus {
                 return GestureFailureDetail(part: index + 1, rule: .coverage)
             }
             return nil
+        }
+    }
+
+    /// The floors and ceilings of the learned spreads for a tolerance `factor`, both raised in
+    /// quadrature by the variance of the enrollment drawings' declared cell (a whole drawing's
+    /// shift by that over the parts).
+    struct Bounds {
+        var floor: (shift: Double, place: Double, shape: Double)
+        var ceiling: (shift: Double, place: Double, shape: Double)
+
+        init(factor f: Double, cellVariance: Double, parts: Double) {
+            func raised(_ value: Double, _ cell: Double) -> Double { GestureShape.squareRoot(value * value + cell) }
+            let perShift = cellVariance / max(1, parts)
+            floor = (raised(f * floors.shift, perShift), raised(f * floors.place, cellVariance),
+                     raised(f * floors.shape, cellVariance))
+            ceiling = (raised(f * ceilings.shift, perShift), raised(f * ceilings.place, cellVariance),
+                       raised(f * ceilings.shape, cellVariance))
         }
     }
 
@@ -188,25 +207,23 @@ enum GestureConsensus {
             let n0 = priorWeight * freedom
             return GestureShape.squareRoot((n0 * prior * prior + freedom * raw * raw) / (n0 + freedom))
         }
-        // Drawn through a coarse input, an ordinary hand's spreads include the cell's error.
-        func floor(_ value: Double, _ ceiling: Double, cell: Double) -> Double {
-            min(ceiling, GestureShape.squareRoot(value * value + cell))
-        }
-        let shiftFloor = floor(f * floors.shift, f * ceilings.shift, cell: cellVariance / p)
-        let placeFloor = floor(f * floors.place, f * ceilings.place, cell: cellVariance)
-        let shapeFloor = floor(f * floors.shape, f * ceilings.shape, cell: cellVariance)
+        // Drawn through a coarse input, an ordinary hand's spreads include the cell's error:
+        // both bounds grow by it.
+        let bounds = Bounds(factor: f, cellVariance: cellVariance, parts: p)
+        let shiftFloor = bounds.floor.shift, placeFloor = bounds.floor.place, shapeFloor = bounds.floor.shape
         let model = Model(
             stored: stored, kinds: kinds,
-            shiftSpread: bounded(pooled(rawShift, shiftFloor, freedom: 2 * freedom), shiftFloor, f * ceilings.shift),
+            shiftSpread: bounded(pooled(rawShift, shiftFloor, freedom: 2 * freedom), shiftFloor, bounds.ceiling.shift),
             placeSpread: bounded(pooled(rawPlace, placeFloor, freedom: 2 * freedom * max(1, p - 1)),
-                                 placeFloor, f * ceilings.place),
+                                 placeFloor, bounds.ceiling.place),
             shapeSpreads: zip(kinds, rawShapes).map { kind, raw in
-                kind == .tap ? 0 : bounded(pooled(raw, shapeFloor, freedom: 2 * freedom), shapeFloor, f * ceilings.shape)
+                kind == .tap ? 0 : bounded(pooled(raw, shapeFloor, freedom: 2 * freedom), shapeFloor, bounds.ceiling.shape)
             },
             shapeCap: settings.shapeTolerance, overflow: settings.overflow)
         var worst = 0
         for (index, value) in partPlaceSquares.enumerated() where value > partPlaceSquares[worst] { worst = index }
-        return Learned(model: model, rawShift: rawShift, rawPlace: rawPlace, rawShapes: rawShapes, worstPlacePart: worst)
+        return Learned(model: model, rawShift: rawShift, rawPlace: rawPlace, rawShapes: rawShapes, worstPlacePart: worst,
+                       ceilings: bounds.ceiling)
     }
 
     /// The score limit for `freedom` degrees of freedom: the `confidence` quantile of χ²
@@ -346,7 +363,9 @@ enum GestureConsensus {
     /// consistency version 2 learned from its confirmations (per axis, the spread of a part's
     /// place between two drawings, which is also a login's against one drawing) gives the place
     /// spread, twice that the shift spread (the model's whole-gesture shift is twice a part's
-    /// aim), and the shapes get the lowest spread; all bounded as at enrollment.
+    /// aim), all bounded as at enrollment; the shapes get the highest spread, since one drawing
+    /// tells nothing of them (and a version-1 path is only raster points, its corners and
+    /// ends cut by up to a raster side). Version 2 allowed a shape RMS of 3 %; this is 1.1 %.
     static func migrated(kinds: [GesturePartKind], version2Spreads: [Double],
                          settings: GestureRecognizerSettings) -> (settings: GestureRecognizerSettings, spreads: [Double]) {
         var squares = 0.0
@@ -358,7 +377,7 @@ enum GestureConsensus {
         let stored = (try? GestureRecognizerSettings(placeTolerance: max(0.002, placeSpread),
                                                      shapeTolerance: settings.shapeTolerance,
                                                      shiftLimit: max(0.002, shiftSpread), overflow: settings.overflow)) ?? settings
-        return (stored, kinds.map { $0 == .tap ? 0 : f * floors.shape })
+        return (stored, kinds.map { $0 == .tap ? 0 : f * ceilings.shape })
     }
 
     /// The model a version-3 template stores.
@@ -369,11 +388,14 @@ enum GestureConsensus {
               overflow: template.settings.overflow)
     }
 
-    /// The template's stored parts in picture units, resampled (taps repeated).
+    /// The template's stored parts in picture units: a path's `GestureShape.samples` points as
+    /// stored, a tap's point repeated. Resampling them again would cut their corners a second
+    /// time, and a drawing would no longer match its own template (found by the fuzzer).
     static func units(of template: GestureTemplate) -> [[GestureUnitPoint]] {
         let longest = Double(max(template.scale.width, template.scale.height))
         return template.storedPoints.map { part in
-            GestureShape.resample(part.map { GestureUnitPoint(x: Double($0.x) / longest, y: Double($0.y) / longest) })
+            let units = part.map { GestureUnitPoint(x: Double($0.x) / longest, y: Double($0.y) / longest) }
+            return units.count == GestureShape.samples ? units : GestureShape.resample(units)
         }
     }
 

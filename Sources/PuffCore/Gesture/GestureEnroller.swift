@@ -127,7 +127,7 @@ public enum GestureEnroller {
             let subset = candidate.map { resampled[$0] }
             let learned = GestureConsensus.learn(subset, kinds: kinds, settings: settings, cellVariance: cellVariance)
             let model = learned.model
-            if let refusal = learned.refusal(settings: settings) {
+            if let refusal = learned.refusal() {
                 if firstRefusal == nil { firstRefusal = refusal }
                 continue
             }

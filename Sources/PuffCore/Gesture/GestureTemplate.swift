@@ -147,8 +147,8 @@ public struct GestureTemplate: Equatable, Sendable {
     /// The version-3 form of an older template (itself when already version 3), which login
     /// stores after a success, as passcode hashes are rehashed. The stored parts become the
     /// consensus (a version-1 path's raster points resampled along their polyline); a template
-    /// built from one drawing teaches no shape spread, so the shapes get the lowest, and the place
-    /// and shift spreads come from version 2's learned spreads (`GestureConsensus.migrated`).
+    /// built from one drawing teaches no shape spread, so the shapes get the highest, and the
+    /// place and shift spreads come from version 2's learned spreads (`GestureConsensus.migrated`).
     public func upgraded(settings: GestureRecognizerSettings = .standard) -> GestureTemplate {
         guard version < 3 else { return self }
         let points = zip(parts.map { $0.kind }, storedPoints).map { kind, points -> [GestureMilliPoint] in
