@@ -204,6 +204,19 @@ struct GestureConsensusTests {
         #expect(GestureMatcher.verify(upgraded, Self.base).passed)
     }
 
+    @Test("a drawing given twice verifies against its own template, sharp corners included", arguments: [
+        "puff-gesture:1:1000x750:p 0,0 1000,0 1000,750 0,750 0,0 1000,750;t 1000,750;p 0,750 1000,0",
+        "puff-gesture:1:1000x750:p 100,600 400,400;t 650,300;p 850,150 850,550",
+        "puff-gesture:2:1000x750:13.889x27.778:p 6.944,13.889 201.389,13.889 201.389,291.667;t 493.056,402.778;p 500,100 600,300",
+    ])
+    func ownTemplate(wire: String) throws {
+        // The first was found by the fuzzer: the stored shape was resampled a second time at
+        // verification, cutting its corners again.
+        let gesture = try GestureWire.parse(Array(wire.utf8))
+        let template = try GestureEnroller.build(drawings: [gesture, gesture])
+        #expect(GestureMatcher.verify(template, gesture).passed)
+    }
+
     @Test("the score limit follows χ² quantiles (Wilson–Hilferty)", arguments: [
         (4.0, 2.326, 13.277), (10.0, 2.326, 23.209), (20.0, 2.326, 37.566), (12.0, 2.0, 23.641),
     ])
