@@ -96,11 +96,37 @@ package final class LockDisplay {
     private var pointerIsDown = false
     /// A titled window for drawing a gesture (`--draw`) rather than the covering lock window.
     package let windowed: Bool
+    /// puff-lock's authentication child: a window inside the parent's covering window, no
+    /// grabs of its own, its input read from `channel` (`LockChannel`) rather than from X.
+    package let embedded: Bool
+    /// The socket to the locking parent (embedded), or -1.
+    package let channel: Int32
+    /// Whether the parent said the screen is covered and grabbed (embedded).
+    package private(set) var parentLocked = false
+    /// More descriptors to wait on (the locking parent's child socket and signals):
+    /// `nextEvent` returns nil as soon as one of them is readable.
+    package var wakeDescriptors: [Int32] = []
     private var deleteAtom: Atom = 0
+    /// The covering window holds the grabs (after `lock`); they are taken again when it is
+    /// mapped again (another client unmapped it, which ends a grab).
+    private var grabbed = false
+    private var regrabPending = false
 
     /// Connects to `$DISPLAY` and creates the covering windows (not mapped yet), or, with a
     /// `title`, one ordinary window for drawing a gesture.
-    package init(title: String? = nil) throws(LockDisplayError) {
+    package convenience init(title: String? = nil) throws(LockDisplayError) {
+        try self.init(title: title, parent: nil, channel: -1)
+    }
+
+    /// The authentication child's display: a window covering the default screen inside the
+    /// locking parent's window `parent` (a window of another client, named by its id), drawn
+    /// on by this process; input comes from `channel`. The window is mapped at once (it shows
+    /// when the parent maps its own).
+    package convenience init(embeddedIn parent: Window, channel: Int32) throws(LockDisplayError) {
+        try self.init(title: nil, parent: parent, channel: channel)
+    }
+
+    private init(title: String?, parent: Window?, channel: Int32) throws(LockDisplayError) {
         guard let display = XOpenDisplay(nil) else {
             let name = getenv("DISPLAY").flatMap { String(validatingCString: $0) } ?? "(DISPLAY is not set)"
             throw LockDisplayError(description: "cannot open the X display \(name)")
@@ -109,7 +135,24 @@ package final class LockDisplay {
         screen = XDefaultScreen(display)
         root = XRootWindow(display, screen)
         windowed = title != nil
-        if let title {
+        embedded = parent != nil
+        self.channel = channel
+        if let parent {
+            width = Int(XDisplayWidth(display, screen))
+            height = Int(XDisplayHeight(display, screen))
+            var attributes = XSetWindowAttributes()
+            attributes.background_pixel = XBlackPixel(display, screen)
+            attributes.cursor = XCreateFontCursor(display, UInt32(XC_crosshair))
+            // An X error here (a window id that is not a window) ends the process through
+            // Xlib's default handler: never exit 0.
+            window = XCreateWindow(display, parent, 0, 0, UInt32(width), UInt32(height), 0,
+                                   Int32(CopyFromParent), UInt32(InputOutput), nil,
+                                   UInt(CWBackPixel | CWCursor), &attributes)
+            XSelectInput(display, window, ExposureMask | StructureNotifyMask)
+            XSelectInput(display, root, StructureNotifyMask)
+            XMapWindow(display, window)
+            XSync(display, 0)
+        } else if let title {
             width = min(1100, Int(XDisplayWidth(display, screen)))
             height = min(820, Int(XDisplayHeight(display, screen)))
             window = XCreateSimpleWindow(display, root, 0, 0, UInt32(width), UInt32(height), 0,
@@ -133,7 +176,9 @@ package final class LockDisplay {
             XSelectInput(display, window, ExposureMask | KeyPressMask | VisibilityChangeMask | StructureNotifyMask
                          | ButtonPressMask | ButtonReleaseMask | PointerMotionMask)
             // Other clients mapping or restacking windows: the lock window goes back on top.
-            XSelectInput(display, root, SubstructureNotifyMask)
+            // And the root's own changes: RandR monitors set or removed (xrandr --setmonitor)
+            // come as a ConfigureNotify of the root.
+            XSelectInput(display, root, SubstructureNotifyMask | StructureNotifyMask)
         }
         var errorBase: Int32 = 0
         if XRRQueryExtension(display, &randrEventBase, &errorBase) != 0 {
@@ -148,6 +193,8 @@ package final class LockDisplay {
         } else {
             xinputOpcode = -1
         }
+        // Text reaches the embedded child already translated by the parent.
+        if embedded { return }
         // The built-in input method only (compose sequences): no input method server ever
         // sees what is typed on the lock screen.
         _ = setlocale(LC_CTYPE, "")
@@ -210,6 +257,17 @@ package final class LockDisplay {
         }
         XSetInputFocus(display, window, RevertToParent, UInt(CurrentTime))
         XSync(display, 0)
+        grabbed = true
+    }
+
+    /// Takes the grabs again (the window was unmapped and mapped again); tried again with
+    /// every event and at least every 50 ms until both hold.
+    private func regrab() {
+        let keyboard = XGrabKeyboard(display, window, 0, GrabModeAsync, GrabModeAsync, UInt(CurrentTime))
+        let pointer = grabPointer()
+        XSetInputFocus(display, window, RevertToParent, UInt(CurrentTime))
+        regrabPending = keyboard != Int32(GrabSuccess) || pointer != Int32(GrabSuccess)
+        if regrabPending { XRaiseWindow(display, window) }
     }
 
     /// Shows the drawing window (`--draw`): no grabs, the window manager decides the rest.
@@ -217,6 +275,37 @@ package final class LockDisplay {
         XMapRaised(display, window)
         XSetInputFocus(display, window, RevertToParent, UInt(CurrentTime))
         XSync(display, 0)
+    }
+
+    /// `Xft.dpi` from the X resources (xrdb), when set: desktops put their HiDPI scale there.
+    package func resourceDPI() -> Double? {
+        guard let resources = XResourceManagerString(display), let text = String(validatingCString: resources) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("Xft.dpi:") {
+            return Double(line.dropFirst("Xft.dpi:".count).trimmingSpaces())
+        }
+        return nil
+    }
+
+    /// Paints the covering windows in `pixel` (a TrueColor value): what shows where nothing
+    /// is drawn, and while the authentication process is being replaced.
+    package func setBackground(_ pixel: UInt) {
+        for covering in [window] + others {
+            XSetWindowBackground(display, covering, pixel)
+            XClearWindow(display, covering)
+        }
+    }
+
+    /// A copy of the default screen as it is now (before it is covered), in a pixmap of this
+    /// connection that other clients may read by its id (`--translucent`).
+    package func captureScreen() -> Pixmap {
+        let pixmap = XCreatePixmap(display, root, UInt32(max(1, width)), UInt32(max(1, height)), UInt32(depth))
+        var values = XGCValues()
+        values.subwindow_mode = IncludeInferiors
+        let context = XCreateGC(display, root, UInt(GCSubwindowMode), &values)
+        XCopyArea(display, root, pixmap, context, 0, 0, UInt32(max(1, width)), UInt32(max(1, height)), 0, 0)
+        XFreeGC(display, context)
+        XSync(display, 0)
+        return pixmap
     }
 
     /// Whether pointer events come through XInput2.
@@ -265,30 +354,82 @@ package final class LockDisplay {
     package func nextEvent(timeout: Double?) -> LockEvent? {
         let deadline = timeout.map { monotonicSeconds() + $0 }
         while true {
+            if regrabPending { regrab() }
             while XPending(display) > 0 {
                 var event = XEvent()
                 XNextEvent(display, &event)
                 if let translated = translate(&event) { return translated }
             }
             XFlush(display)
+            if channel >= 0, let forwarded = readChannel() { return forwarded }
             var milliseconds: Int32 = -1
             if let deadline {
                 let left = deadline - monotonicSeconds()
                 if left <= 0 { return nil }
                 milliseconds = Int32(clamping: Int((left * 1000).rounded(.up)))
             }
-            var poller = pollfd(fd: XConnectionNumber(display), events: Int16(POLLIN), revents: 0)
-            _ = poll(&poller, 1, milliseconds)
+            if regrabPending && (milliseconds < 0 || milliseconds > 50) { milliseconds = 50 }
+            var pollers = [pollfd(fd: XConnectionNumber(display), events: Int16(POLLIN), revents: 0)]
+            if channel >= 0 { pollers.append(pollfd(fd: channel, events: Int16(POLLIN), revents: 0)) }
+            for fd in wakeDescriptors { pollers.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+            _ = poll(&pollers, nfds_t(pollers.count), milliseconds)
+            if pollers.dropFirst(channel >= 0 ? 2 : 1).contains(where: { $0.revents != 0 }) { return nil }
             // XPending reads the socket (and exits through the I/O error handler when the
             // server is gone).
         }
     }
 
+    /// The next input event the parent forwarded, answering its pings and noting its
+    /// `locked`; nil when none is waiting. The process ends (never with status 0) when the
+    /// parent is gone: nothing may be answered for a screen nobody covers.
+    private func readChannel() -> LockEvent? {
+        while true {
+            switch LockChannel.receive(channel) {
+            case .nothing:
+                return nil
+            case .closed:
+                Report.warn("the locking process is gone; stopping")
+                _exit(70)
+            case .record(var record):
+                defer { record.wipe() }
+                switch record.kind {
+                case .ping?: LockChannel.send(channel, .pong)
+                case .locked?: parentLocked = true
+                default:
+                    if let event = LockChannel.event(record) { return event }
+                }
+            }
+        }
+    }
+
+    /// Embedded: tells the parent that this process leaves its event loop while PAM checks a
+    /// submission (so it will not answer pings for a while).
+    package func busy() {
+        guard channel >= 0 else { return }
+        LockChannel.send(channel, .busy)
+    }
+
+    /// Embedded: waits (answering pings) until the parent has covered and grabbed the screen.
+    package func waitUntilLocked() {
+        while channel >= 0 && !parentLocked {
+            if case .text(var typed)? = nextEvent(timeout: 1) { typed.wipe() }
+        }
+    }
+
     /// Whether more events are already queued (so a redraw can wait for them).
-    package var hasQueuedEvents: Bool { XPending(display) > 0 }
+    package var hasQueuedEvents: Bool {
+        if XPending(display) > 0 { return true }
+        guard channel >= 0 else { return false }
+        var poller = pollfd(fd: channel, events: Int16(POLLIN), revents: 0)
+        return poll(&poller, 1, 0) > 0
+    }
 
     private func translate(_ event: inout XEvent) -> LockEvent? {
         if XFilterEvent(&event, UInt(None)) != 0 { return nil }
+        // The covering window takes keys and clicks only from the devices it grabbed, never
+        // from another client's XSendEvent; the embedded child takes them only from its parent.
+        let input = [KeyPress, KeyRelease, ButtonPress, ButtonRelease, MotionNotify, GenericEvent].contains(event.type)
+        if input && (embedded || (!windowed && event.xany.send_event != 0)) { return nil }
         switch event.type {
         case KeyPress:
             return key(&event.xkey)
@@ -318,6 +459,18 @@ package final class LockDisplay {
         case VisibilityNotify where !windowed && event.xvisibility.state != VisibilityUnobscured:
             // Something covers the lock window (xsecurelock does the same).
             XRaiseWindow(display, event.xvisibility.window)
+        case ConfigureNotify where !windowed && event.xconfigure.window == root:
+            // Monitors changed (the screen's size comes with RandR's own event).
+            return .screensChanged
+        case MapNotify where grabbed && event.xmap.window == window:
+            // Mapped again after another client unmapped it: unmapping ended the grabs.
+            regrab()
+            return .redraw
+        case DestroyNotify where !windowed && event.xdestroywindow.window == window:
+            // Any client may destroy any window: without its window this process locks nothing.
+            Report.warn(embedded ? "another client destroyed the window; stopping"
+                                 : "another client destroyed the covering window: the screen is no longer locked")
+            _exit(embedded ? 70 : 1)
         case MapNotify where !windowed, ConfigureNotify where !windowed:
             let moved = event.type == MapNotify ? event.xmap.window : event.xconfigure.window
             if moved != window && !others.contains(moved) {

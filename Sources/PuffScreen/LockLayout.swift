@@ -67,18 +67,25 @@ package struct LockLayout {
     package let panel: LockRect?
     package let field: LockRect?
     package let buttons: [(button: LockButton, rect: LockRect)]
+    /// The interface scale (HiDPI): every size above is multiplied by it; text too.
+    package let ui: Double
 
-    /// `tools`: the buttons under the picture (`--show` has its own).
+    /// `tools`: the buttons under the picture (`--show` has its own); `ui`: the interface
+    /// scale (`interfaceScale`).
     package init(monitor: LockRect, pictureSize: (width: Int, height: Int)?, panel kind: LockPanel, gesture: Bool,
-         tools: [LockButton] = [.undo, .clear, .submit]) {
+         tools: [LockButton] = [.undo, .clear, .submit], ui: Double = 1) {
         self.monitor = monitor
-        bar = LockRect(x: monitor.x, y: monitor.y, width: monitor.width, height: Self.barHeight)
-        message = LockRect(x: monitor.x, y: bar.maxY, width: monitor.width, height: Self.messageHeight)
+        self.ui = ui
+        let barHeight = Self.barHeight * ui, messageHeight = Self.messageHeight * ui
+        let toolbarHeight = Self.toolbarHeight * ui, margin = Self.margin * ui, keyGap = Self.keyGap * ui
+        let keySize = (width: Self.keySize.width * ui, height: Self.keySize.height * ui)
+        bar = LockRect(x: monitor.x, y: monitor.y, width: monitor.width, height: barHeight)
+        message = LockRect(x: monitor.x, y: bar.maxY, width: monitor.width, height: messageHeight)
         let top = message.maxY
-        let bottom = monitor.maxY - (gesture ? Self.toolbarHeight : 0)
-        let panelWidth = kind == .none ? 0 : min(Self.panelWidth, monitor.width / 2)
+        let bottom = monitor.maxY - (gesture ? toolbarHeight : 0)
+        let panelWidth = kind == .none ? 0 : min(Self.panelWidth * ui, monitor.width / 2)
         var stage = LockRect(x: monitor.x, y: top, width: monitor.width - panelWidth, height: max(0, bottom - top))
-        stage = stage.insetBy(Self.margin)
+        stage = stage.insetBy(margin)
         if !gesture || pictureSize == nil {
             // Nothing to draw on: the panel takes the middle of the screen.
             stage = LockRect(x: monitor.x, y: top, width: 0, height: 0)
@@ -95,15 +102,15 @@ package struct LockLayout {
                                width: shown.width, height: shown.height)
             pictureWidth = size.width
             pictureHeight = size.height
-            let toolbarY = bottom + (Self.toolbarHeight - Self.keySize.height) / 2
-            let gaps = Double(tools.count - 1) * Self.keyGap
+            let toolbarY = bottom + (toolbarHeight - keySize.height) / 2
+            let gaps = Double(tools.count - 1) * keyGap
             // As wide as the stage allows (a narrow monitor beside the panel), 150 at most.
-            let toolWidth = min(150, max(60, ((stage.width - gaps) / Double(tools.count)).rounded(.down)))
+            let toolWidth = min(150 * ui, max(60 * ui, ((stage.width - gaps) / Double(tools.count)).rounded(.down)))
             let totalWidth = Double(tools.count) * toolWidth + gaps
             var x = max(monitor.x, (stage.midX - totalWidth / 2).rounded(.down))
             for tool in tools {
-                buttons.append((tool, LockRect(x: x, y: toolbarY, width: toolWidth, height: Self.keySize.height)))
-                x += toolWidth + Self.keyGap
+                buttons.append((tool, LockRect(x: x, y: toolbarY, width: toolWidth, height: keySize.height)))
+                x += toolWidth + keyGap
             }
         } else {
             picture = nil
@@ -117,35 +124,48 @@ package struct LockLayout {
             if picture != nil {
                 panelRect = LockRect(x: monitor.maxX - panelWidth, y: top, width: panelWidth, height: max(0, monitor.maxY - top))
             } else {
-                let width = min(Self.panelWidth, monitor.width)
+                let width = min(Self.panelWidth * ui, monitor.width)
                 panelRect = LockRect(x: monitor.midX - width / 2, y: top, width: width, height: max(0, monitor.maxY - top))
             }
             panel = panelRect
-            let fieldRect = LockRect(x: panelRect.x + 24, y: panelRect.y + 40, width: panelRect.width - 48, height: 56)
+            let fieldRect = LockRect(x: panelRect.x + 24 * ui, y: panelRect.y + 40 * ui, width: panelRect.width - 48 * ui, height: 56 * ui)
             field = fieldRect
             if kind == .digits {
-                let gridWidth = 3 * Self.keySize.width + 2 * Self.keyGap
+                let gridWidth = 3 * keySize.width + 2 * keyGap
                 let left = (panelRect.midX - gridWidth / 2).rounded(.down)
-                let first = fieldRect.maxY + 32
+                let first = fieldRect.maxY + 32 * ui
                 let rows: [[LockButton]] = [
                     [.digit(1), .digit(2), .digit(3)], [.digit(4), .digit(5), .digit(6)],
                     [.digit(7), .digit(8), .digit(9)], [.erase, .digit(0), .submit],
                 ]
                 for (row, keys) in rows.enumerated() {
                     for (column, key) in keys.enumerated() {
-                        buttons.append((key, LockRect(x: left + Double(column) * (Self.keySize.width + Self.keyGap),
-                                                      y: first + Double(row) * (Self.keySize.height + Self.keyGap),
-                                                      width: Self.keySize.width, height: Self.keySize.height)))
+                        buttons.append((key, LockRect(x: left + Double(column) * (keySize.width + keyGap),
+                                                      y: first + Double(row) * (keySize.height + keyGap),
+                                                      width: keySize.width, height: keySize.height)))
                     }
                 }
             } else if picture == nil {
-                buttons.append((.submit, LockRect(x: panelRect.midX - 75, y: fieldRect.maxY + 32, width: 150, height: Self.keySize.height)))
+                buttons.append((.submit, LockRect(x: panelRect.midX - 75 * ui, y: fieldRect.maxY + 32 * ui, width: 150 * ui, height: keySize.height)))
             }
         } else {
             panel = nil
             field = nil
         }
         self.buttons = buttons
+    }
+
+    /// The interface scale for a monitor: `Xft.dpi` / 96 when the X resources set it, else
+    /// from the monitor's height (1 up to 1200 pixels, 1.5 up to 1700, 2 above: a 4K screen
+    /// shows what a 1080p one does, twice as sharp), from 1 to 3 in quarter steps.
+    package static func interfaceScale(monitorHeight: Double, dpi: Double?) -> Double {
+        let raw: Double
+        if let dpi, dpi.isFinite, dpi > 0 {
+            raw = dpi / 96
+        } else {
+            raw = monitorHeight > 1700 ? 2 : monitorHeight > 1200 ? 1.5 : 1
+        }
+        return min(3, max(1, (raw * 4).rounded() / 4))
     }
 
     /// The button under a window position.

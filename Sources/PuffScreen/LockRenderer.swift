@@ -39,6 +39,11 @@ package struct LockScene {
     package var centred = false
     /// `--show`: the template drawn over the picture, under the replayed strokes.
     package var template: TemplateOverlay?
+    /// The time and the date, drawn in the middle of the bar (nil: no clock).
+    package var clock: (time: String, date: String)?
+    /// How far the field and the message line are moved sideways now (the shake after a
+    /// wrong entry), in screen pixels.
+    package var shake = 0.0
 
     package init(title: String, prompt: String, messages: [Message] = []) {
         self.title = title
@@ -71,6 +76,15 @@ package final class LockRenderer {
     private var scaledPicture: OpaquePointer?
     private var scaledFor: LockRect?
     private let gc: GC
+    /// The colours.
+    package var theme = LockTheme.dark
+    /// A pixmap of the screen as it was before it was covered (`--translucent`): shown
+    /// blurred and veiled instead of the plain background. nil: opaque.
+    package var backdrop: Pixmap?
+    private var blurred: OpaquePointer?
+    private var blurredFor = (width: 0, height: 0)
+    /// The interface scale of the layout being drawn (HiDPI).
+    private var ui = 1.0
 
     /// Colours of the parts, in drawing order (then repeated).
     package static let partColors: [(Double, Double, Double)] = [
@@ -84,6 +98,7 @@ package final class LockRenderer {
     }
 
     deinit {
+        if let blurred { cairo_surface_destroy(blurred) }
         if let scaledPicture { cairo_surface_destroy(scaledPicture) }
         if let surface { cairo_surface_destroy(surface) }
         if pixmap != 0 { XFreePixmap(display.display, pixmap) }
@@ -106,10 +121,13 @@ package final class LockRenderer {
     package func draw(_ scene: LockScene, layout: LockLayout, picture: LockPicture?, strokes: StrokeBuffer) {
         guard let surface = ensureBuffer(), let cr = cairo_create(surface) else { return }
         defer { cairo_destroy(cr) }
-        cairo_set_source_rgb(cr, 0.07, 0.07, 0.09)
-        cairo_paint(cr)
+        ui = layout.ui
+        drawBackground(cr)
         drawBar(cr, scene, layout)
+        cairo_save(cr)
+        cairo_translate(cr, scene.shake, 0)
         drawMessages(cr, scene, layout)
+        cairo_restore(cr)
         if let picture, let rect = layout.picture {
             drawPicture(cr, picture, rect)
             if let template = scene.template {
@@ -120,7 +138,7 @@ package final class LockRenderer {
                 drawTemplate(cr, template, layout)
             }
             drawStrokes(cr, strokes, layout, labels: scene.template == nil)
-            cairo_set_source_rgb(cr, 0.35, 0.35, 0.40)
+            setColour(cr, theme.frame)
             cairo_set_line_width(cr, 1)
             cairo_rectangle(cr, rect.x - 0.5, rect.y - 0.5, rect.width + 1, rect.height + 1)
             cairo_stroke(cr)
@@ -132,38 +150,98 @@ package final class LockRenderer {
         XFlush(display.display)
     }
 
+    private func setColour(_ cr: OpaquePointer, _ colour: LockTheme.Colour) {
+        cairo_set_source_rgb(cr, colour.red, colour.green, colour.blue)
+    }
+
+    /// The plain background, or the screen as it was, blurred (scaled down 16 times and up
+    /// again, smoothly) and veiled in the theme's colour.
+    private func drawBackground(_ cr: OpaquePointer) {
+        setColour(cr, theme.background)
+        cairo_paint(cr)
+        guard let backdrop else { return }
+        if blurred == nil || blurredFor != size {
+            if let blurred { cairo_surface_destroy(blurred) }
+            blurred = nil
+            let factor = 24.0
+            let small = (width: Int32(max(1, Double(size.width) / factor)), height: Int32(max(1, Double(size.height) / factor)))
+            guard let source = cairo_xlib_surface_create(display.display, backdrop, display.visual, Int32(size.width), Int32(size.height)),
+                  let reduced = cairo_image_surface_create(CAIRO_FORMAT_RGB24, small.width, small.height) else { return }
+            defer {
+                cairo_surface_destroy(source)
+                cairo_surface_destroy(reduced)
+            }
+            if let scr = cairo_create(reduced) {
+                cairo_scale(scr, Double(small.width) / Double(size.width), Double(small.height) / Double(size.height))
+                cairo_set_source_surface(scr, source, 0, 0)
+                cairo_pattern_set_filter(cairo_get_source(scr), CAIRO_FILTER_GOOD)
+                cairo_paint(scr)
+                cairo_destroy(scr)
+            }
+            guard let target = cairo_image_surface_create(CAIRO_FORMAT_RGB24, Int32(size.width), Int32(size.height)),
+                  let tcr = cairo_create(target) else { return }
+            cairo_scale(tcr, Double(size.width) / Double(small.width), Double(size.height) / Double(small.height))
+            cairo_set_source_surface(tcr, reduced, 0, 0)
+            cairo_pattern_set_filter(cairo_get_source(tcr), CAIRO_FILTER_BILINEAR)
+            cairo_paint(tcr)
+            cairo_destroy(tcr)
+            blurred = target
+            blurredFor = size
+        }
+        guard let blurred else { return }
+        cairo_set_source_surface(cr, blurred, 0, 0)
+        cairo_paint(cr)
+        cairo_set_source_rgba(cr, theme.veil.red, theme.veil.green, theme.veil.blue, theme.veilAlpha)
+        cairo_paint(cr)
+    }
+
     private func drawBar(_ cr: OpaquePointer, _ scene: LockScene, _ layout: LockLayout) {
         let bar = layout.bar
-        cairo_set_source_rgb(cr, 0.16, 0.17, 0.21)
+        let inset = 20 * ui
+        setColour(cr, theme.bar)
         cairo_rectangle(cr, bar.x, bar.y, bar.width, bar.height)
         cairo_fill(cr)
-        text(cr, scene.title, x: bar.x + 20, y: bar.midY, size: 18, bold: true, color: (1, 1, 1))
+        let titleWidth = textWidth(cr, scene.title, size: 18, bold: true)
+        text(cr, scene.title, x: bar.x + inset, y: bar.midY, size: 18, bold: true, color: theme.title)
+        var promptLeft = bar.x + inset + titleWidth + 40 * ui
+        if let clock = scene.clock {
+            // The time, then the date (on screens wide enough to keep the prompt whole),
+            // together centred in the bar (moved right of a long title).
+            let date = bar.width >= 1200 * ui ? clock.date : ""
+            let timeWidth = textWidth(cr, clock.time, size: 22, bold: true)
+            let dateWidth = textWidth(cr, date, size: 15)
+            let block = timeWidth + 12 * ui + dateWidth
+            let left = max(bar.midX - block / 2, promptLeft)
+            text(cr, clock.time, x: left, y: bar.midY, size: 22, bold: true, color: theme.clock)
+            text(cr, date, x: left + timeWidth + 12 * ui, y: bar.midY, size: 15, color: theme.prompt)
+            promptLeft = left + block + 28 * ui
+        }
         // The prompt shrinks (then is cut short) to fit beside the title on narrow monitors.
-        let room = bar.width - textWidth(cr, scene.title, size: 18, bold: true) - 60
+        let room = bar.maxX - inset - promptLeft
         var size = 17.0
         while size > 11 && textWidth(cr, scene.prompt, size: size) > room { size -= 1 }
         var prompt = scene.prompt
         while prompt.count > 1 && textWidth(cr, prompt + "…", size: size) > room { prompt.removeLast() }
         if prompt != scene.prompt { prompt += "…" }
-        text(cr, prompt, x: bar.maxX - 20, y: bar.midY, size: size, color: (0.85, 0.88, 0.95), align: 1)
+        text(cr, prompt, x: bar.maxX - inset, y: bar.midY, size: size, color: theme.prompt, align: 1)
     }
 
     private func drawMessages(_ cr: OpaquePointer, _ scene: LockScene, _ layout: LockLayout) {
         if scene.centred {
-            var y = layout.monitor.midY - 20 * Double(scene.messages.count)
+            var y = layout.monitor.midY - 20 * ui * Double(scene.messages.count)
             for message in scene.messages {
-                let color = message.isError ? (1.0, 0.42, 0.38) : (1.0, 0.80, 0.35)
+                let color = message.isError ? theme.error : theme.info
                 text(cr, message.text, x: layout.monitor.midX, y: y, size: 26, bold: true, color: color, align: 0.5)
-                y += 44
+                y += 44 * ui
             }
-            text(cr, scene.hint, x: layout.monitor.midX, y: y + 16, size: 18, color: (0.75, 0.78, 0.85), align: 0.5)
+            text(cr, scene.hint, x: layout.monitor.midX, y: y + 16 * ui, size: 18, color: theme.hint, align: 0.5)
             return
         }
         let line = layout.message
-        var pieces: [(String, (Double, Double, Double))] = scene.messages.map {
-            ($0.text, $0.isError ? (1.0, 0.42, 0.38) : (1.0, 0.80, 0.35))
+        var pieces: [(String, LockTheme.Colour)] = scene.messages.map {
+            ($0.text, $0.isError ? theme.error : theme.info)
         }
-        if !scene.hint.isEmpty { pieces.append((scene.hint, (0.75, 0.78, 0.85))) }
+        if !scene.hint.isEmpty { pieces.append((scene.hint, theme.hint)) }
         let joined = pieces.map(\.0).joined(separator: "   ")
         guard !joined.isEmpty else { return }
         // One line, centred; each piece in its colour.
@@ -262,9 +340,9 @@ package final class LockRenderer {
             // Text leaves a current point behind; an arc would join it with a line.
             cairo_new_path(cr)
             if part.kind == .tap || part.count == 1 {
-                cairo_arc(cr, first.x, first.y, 9, 0, 2 * Double.pi)
+                cairo_arc(cr, first.x, first.y, 9 * ui, 0, 2 * Double.pi)
                 cairo_set_source_rgba(cr, 0, 0, 0, 0.55)
-                cairo_set_line_width(cr, 3)
+                cairo_set_line_width(cr, 3 * ui)
                 cairo_stroke_preserve(cr)
                 cairo_set_source_rgb(cr, color.0, color.1, color.2)
                 cairo_fill(cr)
@@ -275,7 +353,7 @@ package final class LockRenderer {
                         let screen = layout.screenPoint(strokes.point(part, point))
                         cairo_line_to(cr, screen.x, screen.y)
                     }
-                    cairo_set_line_width(cr, width)
+                    cairo_set_line_width(cr, width * ui)
                     if outline { cairo_set_source_rgba(cr, 0, 0, 0, 0.55) } else { cairo_set_source_rgb(cr, color.0, color.1, color.2) }
                     cairo_stroke(cr)
                 }
@@ -290,8 +368,9 @@ package final class LockRenderer {
                     }
                     let angle = atan2(end.y - before.y, end.x - before.x)
                     cairo_move_to(cr, end.x, end.y)
-                    cairo_line_to(cr, end.x - 16 * cos(angle - 0.45), end.y - 16 * sin(angle - 0.45))
-                    cairo_line_to(cr, end.x - 16 * cos(angle + 0.45), end.y - 16 * sin(angle + 0.45))
+                    let head = 16 * ui
+                    cairo_line_to(cr, end.x - head * cos(angle - 0.45), end.y - head * sin(angle - 0.45))
+                    cairo_line_to(cr, end.x - head * cos(angle + 0.45), end.y - head * sin(angle + 0.45))
                     cairo_close_path(cr)
                     cairo_set_source_rgb(cr, color.0, color.1, color.2)
                     cairo_fill(cr)
@@ -299,9 +378,9 @@ package final class LockRenderer {
             }
             guard labels else { continue }
             // The part's number beside where it starts.
-            let label = (x: first.x + 16, y: first.y - 16)
+            let label = (x: first.x + 16 * ui, y: first.y - 16 * ui)
             cairo_new_path(cr)
-            cairo_arc(cr, label.x, label.y, 12, 0, 2 * Double.pi)
+            cairo_arc(cr, label.x, label.y, 12 * ui, 0, 2 * Double.pi)
             cairo_set_source_rgb(cr, color.0, color.1, color.2)
             cairo_fill_preserve(cr)
             cairo_set_source_rgba(cr, 0, 0, 0, 0.6)
@@ -313,63 +392,72 @@ package final class LockRenderer {
 
     private func drawPanel(_ cr: OpaquePointer, _ scene: LockScene, _ layout: LockLayout) {
         guard let panel = layout.panel, let field = layout.field else { return }
-        cairo_set_source_rgb(cr, 0.11, 0.12, 0.15)
+        if backdrop != nil {
+            cairo_set_source_rgba(cr, theme.panel.red, theme.panel.green, theme.panel.blue, 0.82)
+        } else {
+            setColour(cr, theme.panel)
+        }
         cairo_rectangle(cr, panel.x, panel.y, panel.width, panel.height)
         cairo_fill(cr)
-        text(cr, scene.fieldLabel, x: field.x, y: field.y - 16, size: 15, color: (0.8, 0.82, 0.88))
-        roundedRectangle(cr, field, radius: 8)
-        cairo_set_source_rgb(cr, 0.05, 0.05, 0.06)
+        // The shake moves the field and what is in it.
+        cairo_save(cr)
+        defer { cairo_restore(cr) }
+        cairo_translate(cr, scene.shake, 0)
+        text(cr, scene.fieldLabel, x: field.x, y: field.y - 16 * ui, size: 15, color: theme.label)
+        roundedRectangle(cr, field, radius: 8 * ui)
+        setColour(cr, theme.field)
         cairo_fill_preserve(cr)
-        if scene.fieldActive { cairo_set_source_rgb(cr, 0.35, 0.6, 1.0) } else { cairo_set_source_rgb(cr, 0.3, 0.3, 0.35) }
-        cairo_set_line_width(cr, 2)
+        setColour(cr, scene.fieldActive ? theme.fieldBorderActive : theme.fieldBorder)
+        cairo_set_line_width(cr, 2 * ui)
         cairo_stroke(cr)
         if let visible = scene.fieldText {
-            text(cr, visible, x: field.x + 14, y: field.midY, size: 20, color: (1, 1, 1))
+            text(cr, visible, x: field.x + 14 * ui, y: field.midY, size: 20, color: theme.fieldText)
         } else if let length = scene.fieldLength {
             // One box per digit, filled as they are typed.
-            let gap = 10.0
-            let box = min(36, (field.width - 28 - gap * Double(length - 1)) / Double(length))
+            let gap = 10.0 * ui
+            let box = min(36 * ui, (field.width - 28 * ui - gap * Double(length - 1)) / Double(length))
             var x = field.midX - (Double(length) * box + Double(length - 1) * gap) / 2
             for index in 0..<length {
                 cairo_new_path(cr)
                 cairo_arc(cr, x + box / 2, field.midY, box / 4, 0, 2 * Double.pi)
                 if index < scene.fieldCount {
-                    cairo_set_source_rgb(cr, 1, 1, 1)
+                    setColour(cr, theme.fieldText)
                     cairo_fill(cr)
                 } else {
-                    cairo_set_source_rgb(cr, 0.45, 0.45, 0.5)
-                    cairo_set_line_width(cr, 2)
+                    setColour(cr, theme.dotEmpty)
+                    cairo_set_line_width(cr, 2 * ui)
                     cairo_stroke(cr)
                 }
                 x += box + gap
             }
         } else {
-            var x = field.x + 22
-            for _ in 0..<min(scene.fieldCount, Int((field.width - 30) / 18)) {
+            var x = field.x + 22 * ui
+            for _ in 0..<min(scene.fieldCount, Int((field.width - 30 * ui) / (18 * ui))) {
                 cairo_new_path(cr)
-                cairo_arc(cr, x, field.midY, 6, 0, 2 * Double.pi)
-                cairo_set_source_rgb(cr, 1, 1, 1)
+                cairo_arc(cr, x, field.midY, 6 * ui, 0, 2 * Double.pi)
+                setColour(cr, theme.fieldText)
                 cairo_fill(cr)
-                x += 18
+                x += 18 * ui
             }
         }
     }
 
     private func drawButton(_ cr: OpaquePointer, _ button: LockButton, _ rect: LockRect, scene: LockScene, strokes: StrokeBuffer) {
-        roundedRectangle(cr, rect, radius: 10)
+        roundedRectangle(cr, rect, radius: 10 * ui)
         switch button {
-        case .submit: cairo_set_source_rgb(cr, 0.16, 0.45, 0.25)
-        case .cancel: cairo_set_source_rgb(cr, 0.45, 0.18, 0.18)
-        case .digit: cairo_set_source_rgb(cr, 0.22, 0.23, 0.28)
-        default: cairo_set_source_rgb(cr, 0.20, 0.20, 0.24)
+        case .submit: setColour(cr, theme.submitKey)
+        case .cancel: setColour(cr, theme.cancelKey)
+        case .digit: setColour(cr, theme.digitKey)
+        default: setColour(cr, theme.otherKey)
         }
         cairo_fill(cr)
         // Keypad-sized buttons show the symbol only.
-        var label = button == .submit ? (rect.width < 120 ? "✓" : scene.submitLabel) : button.label
-        if rect.width < 120, let symbol = label.split(separator: " ").first { label = String(symbol) }
+        var label = button == .submit ? (rect.width < 120 * ui ? "✓" : scene.submitLabel) : button.label
+        if rect.width < 120 * ui, let symbol = label.split(separator: " ").first { label = String(symbol) }
         let size = label.count == 1 ? 26.0 : 19.0
         cairo_new_path(cr)
-        text(cr, label, x: rect.midX, y: rect.midY, size: size, bold: true, color: (1, 1, 1), align: 0.5)
+        let onColour = button == .submit || button == .cancel
+        text(cr, label, x: rect.midX, y: rect.midY, size: size, bold: true, color: onColour ? (1, 1, 1) : theme.keyText, align: 0.5)
     }
 
     private func roundedRectangle(_ cr: OpaquePointer, _ rect: LockRect, radius: Double) {
@@ -383,7 +471,8 @@ package final class LockRenderer {
 
     private func selectFont(_ cr: OpaquePointer, size: Double, bold: Bool) {
         cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL)
-        cairo_set_font_size(cr, size)
+        // Sizes are given at scale 1; the layout's interface scale (HiDPI) multiplies them.
+        cairo_set_font_size(cr, size * ui)
     }
 
     private func textWidth(_ cr: OpaquePointer, _ string: String, size: Double, bold: Bool = false) -> Double {
@@ -396,7 +485,7 @@ package final class LockRenderer {
     /// Draws `string` vertically centred on `y`; `align` 0 puts its left edge at `x`, 0.5 its
     /// centre, 1 its right edge.
     private func text(_ cr: OpaquePointer, _ string: String, x: Double, y: Double, size: Double, bold: Bool = false,
-                      color: (Double, Double, Double), align: Double = 0) {
+                      color: LockTheme.Colour, align: Double = 0) {
         selectFont(cr, size: size, bold: bold)
         var extents = cairo_text_extents_t()
         cairo_text_extents(cr, string, &extents)

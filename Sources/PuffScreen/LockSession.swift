@@ -32,6 +32,22 @@ package final class LockSession {
     /// Whether a prompt was answered, and how many messages came, since `startAttempt()`.
     package private(set) var answeredPrompt = false
     package private(set) var messagesThisAttempt = 0
+    /// The colours (LockTheme.desktopPreference() or an option).
+    package var theme: LockTheme {
+        get { renderer.theme }
+        set { renderer.theme = newValue }
+    }
+    /// The screen as it was before it was covered, shown blurred behind everything (nil: an
+    /// opaque background).
+    package var backdrop: Pixmap? {
+        get { renderer.backdrop }
+        set { renderer.backdrop = newValue }
+    }
+    /// Whether the bar shows the time and the date (redrawn at each minute).
+    package var showsClock = false
+    /// When the last shake started (a wrong entry), or nil.
+    private var shakeStart: Double?
+    static let shakeSeconds = 0.45
 
     /// `title`: the bar's title (default `Locked: USER`); `cancellable`: whether Esc on an empty
     /// screen or closing the window cancels a prompt (default: when a title is given, as for
@@ -143,19 +159,27 @@ package final class LockSession {
     /// that asked nothing (a locked account, an unavailable service), the next one starts only
     /// when the user asks for it, so PAM is never called in a loop.
     package func acknowledge() {
-        var scene = LockScene(title: title, prompt: "Locked", messages: messages)
-        scene.hint = "Press a key or click to try again."
-        scene.centred = true
-        func layout() -> LockLayout {
-            LockLayout(monitor: display.primaryMonitor(), pictureSize: nil, panel: .none, gesture: false)
+        func scene() -> LockScene {
+            var scene = LockScene(title: title, prompt: "Locked", messages: messages)
+            scene.hint = "Press a key or click to try again."
+            scene.centred = true
+            scene.clock = clock()
+            return scene
         }
-        renderer.draw(scene, layout: layout(), picture: nil, strokes: strokes)
+        func layout() -> LockLayout {
+            let monitor = display.primaryMonitor()
+            return LockLayout(monitor: monitor, pictureSize: nil, panel: .none, gesture: false, ui: interfaceScale(monitor))
+        }
+        renderer.draw(scene(), layout: layout(), picture: nil, strokes: strokes)
         announce(layout())
         while true {
-            guard let event = display.nextEvent(timeout: nil) else { continue }
+            guard let event = display.nextEvent(timeout: nextFrame()) else {
+                renderer.draw(scene(), layout: layout(), picture: nil, strokes: strokes)
+                continue
+            }
             switch event {
             case .redraw, .screensChanged:
-                renderer.draw(scene, layout: layout(), picture: nil, strokes: strokes)
+                renderer.draw(scene(), layout: layout(), picture: nil, strokes: strokes)
             case .pointerDown, .enter, .escape, .backspace:
                 messages.removeAll()
                 return
@@ -170,8 +194,48 @@ package final class LockSession {
     }
 
     private func layout(request: Request) -> LockLayout {
-        LockLayout(monitor: display.primaryMonitor(), pictureSize: picture.map { ($0.width, $0.height) },
-                   panel: request.panel, gesture: request.gesture)
+        let monitor = display.primaryMonitor()
+        return LockLayout(monitor: monitor, pictureSize: picture.map { ($0.width, $0.height) },
+                          panel: request.panel, gesture: request.gesture, ui: interfaceScale(monitor))
+    }
+
+    private func interfaceScale(_ monitor: LockRect) -> Double {
+        LockLayout.interfaceScale(monitorHeight: monitor.height, dpi: display.resourceDPI())
+    }
+
+    /// The time and the date in the user's locale (`LC_TIME`), or nil without the clock.
+    private func clock() -> (time: String, date: String)? {
+        guard showsClock else { return nil }
+        var now = time(nil)
+        var parts = tm()
+        guard localtime_r(&now, &parts) != nil else { return nil }
+        func format(_ pattern: String) -> String {
+            var buffer = [CChar](repeating: 0, count: 128)
+            let length = strftime(&buffer, buffer.count, pattern, &parts)
+            return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        return (format("%H:%M"), format("%A %e %B").replacingDoubleSpaces())
+    }
+
+    /// The shake's offset now (0 when none runs): a damped sway of 14 pixels (at scale 1).
+    private func shakeOffset(ui: Double) -> Double {
+        guard let shakeStart else { return 0 }
+        let elapsed = monotonicSeconds() - shakeStart
+        guard elapsed < Self.shakeSeconds else {
+            self.shakeStart = nil
+            return 0
+        }
+        return 14 * ui * sin(elapsed * 2 * Double.pi * 6.5) * (1 - elapsed / Self.shakeSeconds)
+    }
+
+    /// How long the event loop may wait before the screen changes by itself: the next frame
+    /// of a shake, the next minute of the clock, or forever.
+    private func nextFrame() -> Double? {
+        if shakeStart != nil { return 1.0 / 60 }
+        guard showsClock else { return nil }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return 60 - Double(now.tv_sec % 60) - Double(now.tv_nsec) / 1e9 + 0.05
     }
 
     /// With `--print-layout`, where the picture and the buttons are (for scripts and tests;
@@ -225,6 +289,9 @@ package final class LockSession {
             }
         }
         var layout = self.layout(request: request)
+        // A wrong entry (an error message before this prompt) shakes the field; input is
+        // taken as usual meanwhile.
+        if messages.contains(where: \.isError) { shakeStart = monotonicSeconds() }
         let fieldLength: Int? = switch request.passcodeType {
         case .digits4: 4
         case .digits6: 6
@@ -241,6 +308,8 @@ package final class LockSession {
             scene.fieldActive = field.count > 0 || !request.gesture
             if request.echo { scene.fieldText = field.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
             if request.gesture && !strokes.isEmpty && request.panel != .none { scene.hint = "Enter unlocks with the gesture." }
+            scene.clock = clock()
+            scene.shake = shakeOffset(ui: layout.ui)
             return scene
         }
         func redraw() { renderer.draw(scene(), layout: layout, picture: picture, strokes: strokes) }
@@ -278,7 +347,11 @@ package final class LockSession {
         }
 
         while true {
-            guard let event = display.nextEvent(timeout: nil) else { continue }
+            guard let event = display.nextEvent(timeout: nextFrame()) else {
+                // A frame of the shake, or the next minute.
+                redraw()
+                continue
+            }
             var submitted: SecretBuffer?
             switch event {
             case .redraw:
@@ -338,6 +411,7 @@ package final class LockSession {
                 checking.hint = cancellable ? "" : "Checking…"
                 renderer.draw(checking, layout: layout, picture: picture, strokes: strokes)
                 XSync(display.display, 0)
+                display.busy()
                 return submitted
             }
             if !display.hasQueuedEvents { redraw() }
@@ -384,5 +458,14 @@ package enum Report {
             if wrote <= 0 { return }
             offset += wrote
         }
+    }
+}
+
+extension String {
+    /// With runs of spaces made one (`%e` pads single-digit days with a space).
+    func replacingDoubleSpaces() -> String {
+        var result = ""
+        for character in self where !(character == " " && result.last == " ") { result.append(character) }
+        return result
     }
 }

@@ -26,7 +26,10 @@ struct PuffLock: ParsableCommand {
         abstract: "Lock the X11 screen until you draw your Puff gesture or type your passcode.",
         discussion: """
         Covers every screen, grabs the keyboard and the pointer (and refuses to lock, saying \
-        why, when it cannot), and runs pam_authenticate for the calling user until it succeeds. \
+        why, when it cannot), and starts an authentication process that draws the lock screen \
+        and runs pam_authenticate for the calling user until it succeeds; the screen unlocks \
+        only then. A crashed, killed or stopped authentication process is replaced and the \
+        screen stays locked. \
         Draw on your picture with the left button, a pen or a finger; Enter or ✓ submits, \
         Backspace or ↶ removes the last part, Esc clears; typing switches to the passcode. \
         Prompts of other modules in the PAM service are answered in the same window. Run it as \
@@ -74,9 +77,31 @@ struct PuffLock: ParsableCommand {
     @Flag(name: .customLong("print-layout"), help: "Print where the picture and the buttons are on stderr (for scripts and tests).")
     var printLayout = false
 
+    @Option(help: "The colours: light, dark, or auto (the desktop's preference: GNOME's color-scheme, GTK's prefer-dark setting; dark when none is set).")
+    var theme = "auto"
+
+    @Flag(help: "Show the screen behind, blurred and dimmed, instead of a plain background (it shows the outlines of what was open).")
+    var translucent = false
+
+    /// The pixmap the parent copied the screen into (`--translucent`).
+    @Option(name: .customLong("backdrop"), help: .hidden)
+    var backdrop: UInt?
+
+    /// The authentication process puff-lock starts for itself (never started by hand): draws
+    /// in the window `--embed` names and runs PAM, its input on descriptor 3.
+    @Flag(name: .customLong("auth-child"), help: .hidden)
+    var authChild = false
+
+    @Option(name: .customLong("embed"), help: .hidden)
+    var embed: UInt?
+
     func validate() throws {
         guard grabTimeout >= 0, grabTimeout <= 60 else { throw ValidationError("--grab-timeout must be 0 to 60 seconds") }
         guard !(draw && show) else { throw ValidationError("--draw and --show exclude each other") }
+        guard ["auto", "light", "dark"].contains(theme) else { throw ValidationError("--theme is light, dark or auto") }
+        guard authChild == (embed != nil), !(authChild && (draw || show)) else {
+            throw ValidationError("--auth-child and --embed are for puff-lock's own use")
+        }
         guard (draw || show) == (picture != nil) else { throw ValidationError("--picture goes with --draw or --show") }
     }
 
@@ -96,13 +121,86 @@ struct PuffLock: ParsableCommand {
             Report.warn("cannot tell who you are; use --user")
             throw ExitCode(LockExit.cannotLock)
         }
+        if authChild { return try authenticate(name) }
+        try guardScreen(name)
+    }
+
+    /// The locking parent: covers and grabs, starts the authentication process and replaces
+    /// it until it reports a verified success (`LockGuard`).
+    private func guardScreen(_ name: String) throws {
         let display: LockDisplay
+        let watcher: LockGuard
         do {
             display = try LockDisplay()
+            let chosen = LockTheme.named(theme).map { (theme: $0, source: "--theme \(theme)") } ?? LockTheme.desktopPreference()
+            Report.warn("theme \(chosen.theme.name) (\(chosen.source))")
+            display.setBackground(chosen.theme.backgroundPixel)
+            var arguments = ["--user", name, "--service", service, "--dir", dir, "--theme", chosen.theme.name]
+            // The screen as it is, before anything covers it; the children blur it.
+            if translucent { arguments += ["--backdrop", String(display.captureScreen())] }
+            if let pamConfdir { arguments += ["--pam-confdir", pamConfdir] }
+            if printLayout { arguments.append("--print-layout") }
+            watcher = try LockGuard(display: display, childArguments: arguments)
+            try Self.claim(display)
+            // PAM starts (in the child) before the grab, so a broken service never leaves a
+            // grabbed, unusable screen: it fails before anything is locked.
+            try watcher.startFirstChild()
+        } catch {
+            Report.warn("\(error); not locking")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        do {
+            try display.lock(timeout: grabTimeout)
+        } catch {
+            watcher.stop()
+            Report.warn("\(error)")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        // Covered and grabbed: the system may sleep now (xss-lock --transfer-sleep-lock).
+        display.releaseSleepLock()
+        watcher.locked()
+        Report.warn("locked \(name) (pointer through \(display.usesXInput2 ? "XInput2" : "the core protocol"))")
+        watcher.run()
+        Report.warn("unlocked \(name)")
+    }
+
+    /// One puff-lock per display: the owner of the `_PUFF_LOCK_S<screen>` selection holds it.
+    static func claim(_ display: LockDisplay) throws(LockDisplayError) {
+        let atom = XInternAtom(display.display, "_PUFF_LOCK_S\(display.screen)", 0)
+        guard XGetSelectionOwner(display.display, atom) == UInt(None) else {
+            throw LockDisplayError(description: "another puff-lock is locking this display")
+        }
+        XSetSelectionOwner(display.display, atom, display.window, UInt(CurrentTime))
+        guard XGetSelectionOwner(display.display, atom) == display.window else {
+            throw LockDisplayError(description: "another puff-lock is locking this display")
+        }
+    }
+
+    /// The authentication process (`--auth-child`): draws in the parent's window, answers
+    /// PAM's prompts with the input the parent forwards, and says `success` then exits 0
+    /// only after pam_authenticate succeeded. Any other end keeps the screen locked.
+    private func authenticate(_ name: String) throws {
+        let channel: Int32 = 3
+        // A crash ends this process at once: the Swift runtime's backtracer would catch it
+        // and wait for a debugger that cannot attach (not dumpable), while the screen shows
+        // no prompt. The parent starts a new child when this one is gone.
+        for crash in [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP] { signal(crash, SIG_DFL) }
+        var status = stat()
+        guard puff_die_with_parent() == 0, fstat(channel, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK,
+              fcntl(channel, F_SETFD, FD_CLOEXEC) == 0, let embed else {
+            Report.warn("--auth-child is started by puff-lock itself")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        let display: LockDisplay
+        do {
+            display = try LockDisplay(embeddedIn: Window(embed), channel: channel)
         } catch {
             Report.warn("\(error)")
             throw ExitCode(LockExit.cannotLock)
         }
+        // Programs that PAM modules start (pam_exec, helpers) get neither the channel nor the
+        // X connection.
+        _ = puff_cloexec_from(3)
         var picture: LockPicture?
         do {
             picture = try LockPicture(path: dir + "/pictures/" + name)
@@ -110,7 +208,11 @@ struct PuffLock: ParsableCommand {
             // Users without a gesture have no picture; the passcode keypad is shown alone.
             picture = nil
         }
-        let session = LockSession(display: display, user: name, picture: picture, printLayout: printLayout)
+        let session = LockSession(display: display, user: name, picture: picture, printLayout: printLayout,
+                                  title: "Locked: " + Self.shownName(name), cancellable: false)
+        session.theme = LockTheme.named(theme) ?? .dark
+        session.backdrop = backdrop.map { Pixmap($0) }
+        session.showsClock = true
         var callbacks = pam_conv(conv: { count, messages, responses, data in
             guard let data else { return PAM_CONV_ERR }
             return Unmanaged<LockSession>.fromOpaque(data).takeUnretainedValue()
@@ -120,18 +222,11 @@ struct PuffLock: ParsableCommand {
         let started = pamConfdir.map { pam_start_confdir(service, name, &callbacks, $0, &handle) }
             ?? pam_start(service, name, &callbacks, &handle)
         guard started == PAM_SUCCESS, let handle else {
-            Report.warn("cannot start PAM service \(service) (\(started)); not locking")
+            Report.warn("cannot start PAM service \(service) (\(started))")
             throw ExitCode(LockExit.cannotLock)
         }
-        do {
-            try display.lock(timeout: grabTimeout)
-        } catch {
-            pam_end(handle, started)
-            Report.warn("\(error)")
-            throw ExitCode(LockExit.cannotLock)
-        }
-        display.releaseSleepLock()
-        Report.warn("locked \(name) (pointer through \(display.usesXInput2 ? "XInput2" : "the core protocol"))")
+        LockChannel.send(channel, .started)
+        display.waitUntilLocked()
         while true {
             session.startAttempt()
             let status = pam_authenticate(handle, 0)
@@ -157,7 +252,8 @@ struct PuffLock: ParsableCommand {
         // does not keep the screen locked.
         _ = pam_setcred(handle, Int32(PAM_REFRESH_CRED))
         pam_end(handle, PAM_SUCCESS)
-        Report.warn("unlocked \(name)")
+        // The parent unlocks on this and on the exit status 0 that follows, never on one alone.
+        guard LockChannel.send(channel, .success) else { throw ExitCode(1) }
     }
 
     /// `--draw` and `--show`: an ordinary window on the picture. They run no PAM and read only
@@ -245,6 +341,15 @@ struct PuffLock: ParsableCommand {
         }
         // setuid made the process dumpable again.
         guard puff_forbid_dumps() == 0 else { throw PrivilegeError(description: "cannot disable core dumps") }
+    }
+
+    /// The account's full name from its GECOS field, with the login name: `Lena Puff (lena)`;
+    /// the login name alone when there is none.
+    static func shownName(_ name: String) -> String {
+        guard let entry = getpwnam(name), let gecos = entry.pointee.pw_gecos,
+              let field = String(validatingCString: gecos)?.split(separator: ",", omittingEmptySubsequences: false).first,
+              !field.isEmpty, field != name else { return name }
+        return "\(field) (\(name))"
     }
 
     static func callingUser() -> String? {

@@ -17,18 +17,26 @@ struct LockScreenTests {
         private let number: Int
         private let pid: pid_t
 
-        /// `extra`: more Xvfb arguments (more screens, -noreset).
-        init(extra: [String] = []) throws {
+        /// `extra`: more Xvfb arguments (more screens, -noreset); `size`: the first screen's.
+        init(extra: [String] = [], size: String = "1280x800") throws {
             var chosen: (Int, pid_t)?
             for number in 60..<100 where access("/tmp/.X\(number)-lock", F_OK) != 0 {
-                let pid = try TmuxPane.spawn("/usr/bin/Xvfb", ["Xvfb", ":\(number)", "-screen", "0", "1280x800x24", "-nolisten", "tcp",
+                let pid = try TmuxPane.spawn("/usr/bin/Xvfb", ["Xvfb", ":\(number)", "-screen", "0", size + "x24", "-nolisten", "tcp",
                                                                   // No key repeat: on a loaded machine xdotool's key
                                                                   // release can come late enough to repeat a key.
-                                                                  "-ardelay", "60000"] + extra)
+                                                                  "-ardelay", "60000"]
+                                             // No reset when the readiness check (xdpyinfo) leaves: a
+                                             // client connecting during a reset is refused.
+                                             + (extra.contains("-noreset") ? extra : extra + ["-noreset"]))
                 let deadline = Date().addingTimeInterval(10)
                 var ready = false
                 while !ready && Date() < deadline && childIsRunning(pid) {
-                    ready = try run("/usr/bin/xdpyinfo", ["-display", ":\(number)"]).status == 0
+                    // Ours, not another suite's server that took the number at the same moment:
+                    // the lock file names the server's pid.
+                    let owner = (try? String(contentsOfFile: "/tmp/.X\(number)-lock", encoding: .utf8))?
+                        .trimmingCharacters(in: .whitespacesAndNewlines)
+                    ready = false
+                    if owner == String(pid) { ready = try run("/usr/bin/xdpyinfo", ["-display", ":\(number)"]).status == 0 }
                     if !ready { usleep(100_000) }
                 }
                 if ready {
@@ -71,15 +79,17 @@ struct LockScreenTests {
     final class Locker: WatchedChild {
         /// `systemPassword`: the namespace also shows the stage's copy of /etc/shadow (for
         /// pam_unix after Puff in the service).
+        /// `environment`: more variables for puff-lock (NAME=VALUE, no quotes).
         init(stage: UnprivilegedTests.Stage, user: String, server: XServer, extra: [String] = [],
-             systemPassword: Bool = false) throws {
+             systemPassword: Bool = false, environment: [String] = [], beforeExec: String = "") throws {
             let log = stage.fixture.root + "/lock-\(UUID().uuidString).log"
             FileManager.default.createFile(atPath: log, contents: nil)
             let command = [stage.bin + "/puff-lock", "--pam-confdir", stage.fixture.pamDirectory, "--print-layout"] + extra
             let quoted = command.map { "'" + $0 + "'" }.joined(separator: " ")
             let shadow = systemPassword ? "mount --bind \(stage.shadow) /etc/shadow && " : ""
             let script = "mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff && " + shadow
-                + "exec setpriv --reuid=\(user) --regid=\(user) --init-groups /usr/bin/env DISPLAY=\(server.display) \(quoted) 2>>'\(log)'"
+                + beforeExec + "exec setpriv --reuid=\(user) --regid=\(user) --init-groups /usr/bin/env DISPLAY=\(server.display) "
+                + environment.map { "'\($0)' " }.joined() + "\(quoted) 2>>'\(log)'"
             let pid = try TmuxPane.spawn("/usr/bin/unshare", ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script])
             super.init(pid: pid, log: log, group: false)
         }
@@ -87,6 +97,17 @@ struct LockScreenTests {
         func layout() throws -> (x: Double, y: Double, scale: Double, buttons: [String: (Int, Int)]) {
             try LockScreenTests.layout(in: text)
         }
+
+        /// The authentication processes the locker said it started, in order.
+        var children: [pid_t] {
+            text.split(separator: "\n").compactMap { line in
+                guard let range = line.range(of: "started the authentication process ") else { return nil }
+                return pid_t(line[range.upperBound...])
+            }
+        }
+
+        /// The authentication process now (the last one started).
+        func child() throws -> pid_t { try #require(children.last, "no authentication process in: \(text)") }
     }
 
     /// The last layout `--print-layout` wrote: the picture's origin and scale, and the buttons' centres.
@@ -215,10 +236,11 @@ struct LockScreenTests {
         #expect(locker.exitStatus(timeout: 0.1) == nil)
         #expect(try stage.fixture.failures(user) == 3)
 
-        // A second locker cannot grab what the first holds, and says so.
+        // A second locker is refused while one runs, and says so, before it starts anything.
         let second = try Locker(stage: stage, user: user, server: server, extra: ["--grab-timeout", "0.5"])
         #expect(second.exitStatus(timeout: 20) == 69)
-        #expect(second.text.contains("cannot grab the keyboard and the pointer: another program holds a grab; not locking"), "\(second.text)")
+        #expect(second.text.contains("another puff-lock is locking this display; not locking"), "\(second.text)")
+        #expect(second.children.isEmpty, "\(second.text)")
 
         // A window mapped over the lock screen is covered again.
         let clock = try TmuxPane.spawn("/usr/bin/xclock", ["xclock", "-display", server.display, "-geometry", "400x400+0+0"])
@@ -458,33 +480,41 @@ struct LockScreenTests {
         return false
     }
 
-    /// The gesture's wire text and the typed passcode are gone from the locker's memory once
-    /// submitted (the passcode is found there while it is being typed: the scan works), and
-    /// the locker is not dumpable and has a core limit of 0.
+    /// The gesture's wire text and the typed passcode are gone from both processes' memory
+    /// once submitted (the passcode is found in the child's while it is being typed: the scan
+    /// works), and both are not dumpable and have a core limit of 0.
     @Test func noStrokeOrPasscodeIsLeftInMemoryAfterASubmission() throws {
         let (user, stage, server, locker) = try Self.readyLocker()
-        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(locker.pid)/exe")
-        #expect(exe.hasSuffix("/puff-lock"), "\(exe)")
-        let state = try GraphicalEnrollmentTests.dumpState(locker.pid)
-        #expect(state.realUid == getpwnam(user)?.pointee.pw_uid, "\(state)")
-        #expect(state.procOwner == 0, "puff-lock is dumpable: \(state)")
-        #expect(state.coreLimit == "0 0", "\(state)")
+        let child = try locker.child()
+        for pid in [locker.pid, child] {
+            let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+            #expect(exe.hasSuffix("/puff-lock"), "\(exe)")
+            let state = try GraphicalEnrollmentTests.dumpState(pid)
+            #expect(state.realUid == getpwnam(user)?.pointee.pw_uid, "\(state)")
+            #expect(state.procOwner == 0, "puff-lock \(pid) is dumpable: \(state)")
+            #expect(state.coreLimit == "0 0", "\(state)")
+        }
 
         try Self.draw(server, locker, GestureLoginTests.genuine, shift: 40)
         try server.xdotool(["key", "Return"])
         #expect(locker.waitFor("Puff: wrong gesture."), "\(locker.text)")
         #expect(locker.waitFor("screen ready", count: 2), "\(locker.text)")
-        #expect(try !Self.memoryContains(locker.pid, "puff-gesture:1:400x300"), "the submitted gesture is still in memory")
+        for pid in [locker.pid, child] {
+            #expect(try !Self.memoryContains(pid, "puff-gesture:1:400x300"), "the submitted gesture is still in \(pid)'s memory")
+        }
 
-        // Five digits typed: in the field, so in memory (the control).
+        // Five digits typed: in the child's field, so in its memory (the control).
         try server.xdotool(["type", "--delay", "30", "11133"])
         usleep(500_000)
-        #expect(try Self.memoryContains(locker.pid, "11133"), "the memory scan does not see the typed field")
-        // The sixth submits; the wrong passcode is wiped everywhere.
+        #expect(try Self.memoryContains(child, "11133"), "the memory scan does not see the typed field")
+        // The sixth submits; the wrong passcode is wiped everywhere, in the parent that
+        // forwarded the keys as well.
         try server.xdotool(["type", "3"])
         #expect(locker.waitFor("Puff: wrong passcode.", count: 1), "\(locker.text)")
         #expect(locker.waitFor("screen ready", count: 3), "\(locker.text)")
-        #expect(try !Self.memoryContains(locker.pid, "11133"), "the submitted passcode is still in memory")
+        for pid in [locker.pid, child] {
+            #expect(try !Self.memoryContains(pid, "11133"), "the submitted passcode is still in \(pid)'s memory")
+        }
         #expect(try stage.fixture.failures(user) == 2)
     }
 

@@ -1,0 +1,152 @@
+import Glibc
+import PuffPlatform
+
+/// The socket between puff-lock's two processes (a `SOCK_SEQPACKET` socket pair): the locking
+/// parent, which holds the grabs and the covering windows, forwards the input it receives to
+/// the authentication child, which draws and runs PAM; the child says how it is doing.
+///
+/// One record per packet, 32 bytes: the kind, then for pointer events two doubles (window
+/// coordinates, which are the same in both processes: both windows cover the screen from its
+/// origin), for typed text up to 16 bytes. Records holding typed text are wiped by whoever
+/// built or read them. The parent's end is non-blocking: a child that stops reading loses
+/// input, and the parent never waits for it.
+package enum LockChannel {
+    package enum Kind: UInt8 {
+        // Parent → child.
+        case pointerDown = 1, pointerMove, pointerUp, enter, backspace, escape, text
+        /// The screen is covered and grabbed: the child may start asking.
+        case locked = 16
+        /// Are you alive? (answered by `pong` from the child's event loop)
+        case ping
+        // Child → parent.
+        /// PAM started: the parent may lock (sent once, before the first prompt).
+        case started = 32
+        case pong
+        /// The child leaves its event loop for PAM to check a submission (it may not answer
+        /// pings for a while; the parent allows it longer).
+        case busy
+        /// pam_authenticate succeeded; the child exits 0 next. The parent unlocks only on both.
+        case success
+    }
+
+    package static let recordSize = 32
+
+    /// A record on the stack, wiped when it is sent or read.
+    package struct Record {
+        package var bytes: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+
+        package init(kind: Kind) {
+            withUnsafeMutableBytes(of: &bytes) { $0[0] = kind.rawValue }
+        }
+
+        package init() {}
+
+        package var kind: Kind? { withUnsafeBytes(of: bytes) { Kind(rawValue: $0[0]) } }
+
+        package var point: (Double, Double) {
+            withUnsafeBytes(of: bytes) { ($0.load(fromByteOffset: 8, as: Double.self), $0.load(fromByteOffset: 16, as: Double.self)) }
+        }
+
+        package mutating func wipe() {
+            withUnsafeMutableBytes(of: &bytes) { Wipe.bytes($0) }
+        }
+    }
+
+    /// The record for an input event (nil for events that are not input: redraws, screens).
+    package static func record(_ event: LockEvent) -> Record? {
+        var record: Record
+        switch event {
+        case .pointerDown(let x, let y), .pointerMove(let x, let y), .pointerUp(let x, let y):
+            let kind: Kind = switch event {
+            case .pointerDown: .pointerDown
+            case .pointerMove: .pointerMove
+            default: .pointerUp
+            }
+            record = Record(kind: kind)
+            withUnsafeMutableBytes(of: &record.bytes) {
+                $0.storeBytes(of: x, toByteOffset: 8, as: Double.self)
+                $0.storeBytes(of: y, toByteOffset: 16, as: Double.self)
+            }
+        case .enter: record = Record(kind: .enter)
+        case .backspace: record = Record(kind: .backspace)
+        case .escape: record = Record(kind: .escape)
+        case .text(let typed):
+            record = Record(kind: .text)
+            withUnsafeMutableBytes(of: &record.bytes) { target in
+                target[1] = UInt8(typed.count)
+                for index in 0..<min(typed.count, 16) { target[8 + index] = typed[index] }
+            }
+        case .redraw, .screensChanged, .close:
+            return nil
+        }
+        return record
+    }
+
+    /// The event a record carries (nil for the control kinds and for malformed records).
+    package static func event(_ record: Record) -> LockEvent? {
+        switch record.kind {
+        case .pointerDown?, .pointerMove?, .pointerUp?:
+            let (x, y) = record.point
+            guard x.isFinite, y.isFinite else { return nil }
+            return record.kind == .pointerDown ? .pointerDown(x, y) : record.kind == .pointerMove ? .pointerMove(x, y) : .pointerUp(x, y)
+        case .enter?: return .enter
+        case .backspace?: return .backspace
+        case .escape?: return .escape
+        case .text?:
+            var typed = TypedBytes()
+            let count = withUnsafeBytes(of: record.bytes) { Int($0[1]) }
+            guard count > 0, count <= 16 else { return nil }
+            withUnsafeBytes(of: record.bytes) { source in
+                withUnsafeMutableBytes(of: &typed.storage) { target in
+                    for index in 0..<count { target[index] = source[8 + index] }
+                }
+            }
+            typed.count = count
+            return .text(typed)
+        default:
+            return nil
+        }
+    }
+
+    /// Sends one record without blocking and without SIGPIPE; false when it was not sent.
+    @discardableResult
+    package static func send(_ fd: Int32, _ record: inout Record) -> Bool {
+        defer { record.wipe() }
+        while true {
+            let sent = withUnsafeBytes(of: record.bytes) { Glibc.send(fd, $0.baseAddress, recordSize, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if sent < 0 && errno == EINTR { continue }
+            return sent == recordSize
+        }
+    }
+
+    @discardableResult
+    package static func send(_ fd: Int32, _ kind: Kind) -> Bool {
+        var record = Record(kind: kind)
+        return send(fd, &record)
+    }
+
+    /// What `receive` found.
+    package enum Received {
+        case record(Record)
+        /// Nothing to read now.
+        case nothing
+        /// The other end is gone (or the socket failed).
+        case closed
+    }
+
+    /// Reads one record without blocking. A packet of another size is dropped.
+    package static func receive(_ fd: Int32) -> Received {
+        var record = Record()
+        while true {
+            let got = withUnsafeMutableBytes(of: &record.bytes) { recv(fd, $0.baseAddress, recordSize, Int32(MSG_DONTWAIT)) }
+            if got < 0 && errno == EINTR { continue }
+            if got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .nothing }
+            if got <= 0 { return .closed }
+            if got != recordSize {
+                record.wipe()
+                continue
+            }
+            return .record(record)
+        }
+    }
+}
