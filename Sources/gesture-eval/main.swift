@@ -235,7 +235,7 @@ func table(_ title: String, _ rows: [Row], offset: Int) {
             let mark = row.informational ? "" : verdict(measured, goal: row.goal, n: tally.attempts)
             if seedIndex == 0 {
                 defaultMet = defaultMet && mark.isEmpty
-                rules = tally.rules.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+                rules = tally.rules.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             } else {
                 othersWithinNoise = othersWithinNoise && mark != " ✗"
             }
