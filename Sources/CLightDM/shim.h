@@ -2,9 +2,8 @@
 #define PUFF_CLIGHTDM_SHIM_H
 /* liblightdm-gobject-1 (Debian's liblightdm-gobject-dev) for puff-greeter, and the seccomp
    filter its picture decoder runs under. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
+/* No _GNU_SOURCE here: puff-greeter imports CLockX too, and glibc's headers compiled under two
+   feature sets are two different definitions of fd_set to clang's module checks. */
 #include <lightdm.h>
 #include <fcntl.h>
 #include <unistd.h>
