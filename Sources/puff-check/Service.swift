@@ -142,11 +142,11 @@ enum Service {
     }
 
     /// The transaction's origin (`HelperClient.Service.originFields`): four frames, each `=` and
-    /// an item of at most 256 bytes.
+    /// an item of at most `originItemLimit` (256) bytes.
     private static func readOrigin() throws(FrameReader.Malformed) -> [String] {
         var items: [String] = []
         for _ in 0..<HelperClient.Service.originCount {
-            let frame = try FrameReader.bytes(limit: 257)
+            let frame = try FrameReader.bytes(limit: HelperClient.Service.originItemLimit + 1)
             guard frame.first == UInt8(ascii: "="), let item = String(validating: frame.dropFirst(), as: UTF8.self) else {
                 throw FrameReader.Malformed()
             }

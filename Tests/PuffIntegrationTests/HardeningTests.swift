@@ -266,6 +266,12 @@ struct HardeningTests {
             let seen = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
             // The user's freeze took: every control they wrote is frozen.
             #expect(seen.contains("froze the cgroup") && !seen.contains("Errno"), "\(moment): \(seen)")
+            if seen.contains(" held ") {
+                // The lock's holder, the helper, had left the user's cgroups for root's own.
+                for mount in mounts {
+                    #expect(seen.contains(mount.unified ? "|0::/puff-check" : "freezer:/puff-check"), "\(moment): \(seen)")
+                }
+            }
             let allFrozen = cgroups.allSatisfy { $0.isFrozen }
             #expect(allFrozen, "\(moment): \(seen)")
             let started = Date()
@@ -324,9 +330,15 @@ struct HardeningTests {
             try "\(pid)\n".write(toFile: path + "/cgroup.procs", atomically: false, encoding: .utf8)
         }
 
+        /// Frozen, within 2 s (v1 says FREEZING while a task finishes a system call).
         var isFrozen: Bool {
-            let state = (try? String(contentsOfFile: freezeControl, encoding: .utf8)) ?? ""
-            return state.trimmingCharacters(in: .whitespacesAndNewlines) == frozenText
+            let deadline = Date().addingTimeInterval(2)
+            repeat {
+                let state = (try? String(contentsOfFile: freezeControl, encoding: .utf8)) ?? ""
+                if state.trimmingCharacters(in: .whitespacesAndNewlines) == frozenText { return true }
+                usleep(10_000)
+            } while Date() < deadline
+            return false
         }
 
         func thaw() {
@@ -388,7 +400,13 @@ struct HardeningTests {
                 pids = tree(su)
                 held = [l for l in lines if len(l.split()) > 4 and l.split()[4].lstrip("-").isdigit() and int(l.split()[4]) in pids]
                 if held:
-                    out.write("froze the cgroup (%s) while pid %s held %s\n" % (freezing(), held[0].split()[4], held[0]))
+                    holder = held[0].split()[4]
+                    try:
+                        with open("/proc/%s/cgroup" % holder) as f:
+                            where = "|".join(f.read().split())
+                    except OSError as error:
+                        where = str(error)
+                    out.write("froze the cgroup (%s) while pid %s held %s; its cgroups %s\n" % (freezing(), holder, held[0], where))
                     break
             else:
                 out.write("no lock held by the su or its children seen in 15 s; froze the cgroup (%s)\n" % freezing())
