@@ -1,6 +1,14 @@
 import Foundation
 import Testing
 
+private extension String {
+    /// Whether `text` occurs after the first `marker`.
+    func contains(_ text: String, after marker: String) -> Bool {
+        guard let start = range(of: marker) else { return false }
+        return self[start.upperBound...].contains(text)
+    }
+}
+
 // glibc's pseudo-terminal calls, which the Glibc module does not import (they need _XOPEN_SOURCE).
 @_silgen_name("posix_openpt") private func posix_openpt(_ flags: Int32) -> Int32
 @_silgen_name("grantpt") private func grantpt(_ fd: Int32) -> Int32
@@ -252,6 +260,8 @@ struct HardeningTests {
             let su = try Terminal(Self.suArguments(as: caller, to: target, pamFile: pamFile))
             defer { for cgroup in cgroups { cgroup.thaw() }; su.kill() }
             for cgroup in cgroups { try cgroup.adopt(su.pid) }
+            let suCgroups = (try? String(contentsOfFile: "/proc/\(su.pid)/cgroup", encoding: .utf8)) ?? ""
+            #expect(cgroups.allSatisfy { suCgroups.contains($0.relative) }, "\(moment): the su is in \(suCgroups)")
             let spy = try Child(["/usr/bin/setpriv", "--reuid=\(caller.uid)", "--regid=\(caller.gid)", "--init-groups", "--",
                                  "/usr/bin/python3", watcher, String(su.pid), moment, go, report,
                                  cgroups.map(\.freezeControl).joined(separator: ",")],
@@ -266,12 +276,19 @@ struct HardeningTests {
             let seen = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
             // The user's freeze took: every control they wrote is frozen.
             #expect(seen.contains("froze the cgroup") && !seen.contains("Errno"), "\(moment): \(seen)")
-            if seen.contains(" held ") {
-                // The lock's holder, the helper, had left the user's cgroups for root's own.
+            if seen.contains(" while pid ") {
+                // The lock's holder, the helper, had left the user's cgroups for root's own
+                // (puff-check; an exiting helper may already read as the root cgroup).
+                #expect(!seen.contains("puff-test-delegated-\(getpid())-", after: "its cgroups"), "\(moment): \(seen)")
                 for mount in mounts {
-                    #expect(seen.contains(mount.unified ? "|0::/puff-check" : "freezer:/puff-check"), "\(moment): \(seen)")
+                    let moved = seen.contains(mount.unified ? "|0::/puff-check" : "freezer:/puff-check")
+                        || seen.contains(mount.unified ? "|0::/ " : "freezer:/|")
+                    #expect(moved, "\(moment): \(seen)")
                 }
             }
+            // The frozen su is still where the user put it.
+            let suAfter = (try? String(contentsOfFile: "/proc/\(su.pid)/cgroup", encoding: .utf8)) ?? ""
+            #expect(cgroups.allSatisfy { suAfter.contains($0.relative) }, "\(moment): the su is in \(suAfter)")
             let allFrozen = cgroups.allSatisfy { $0.isFrozen }
             #expect(allFrozen, "\(moment): \(seen)")
             let started = Date()
@@ -326,6 +343,8 @@ struct HardeningTests {
     /// A cgroup made for one round and delegated to `owner` the way systemd delegates one.
     final class DelegatedCgroup {
         let path: String
+        /// Its path in the hierarchy, as /proc/PID/cgroup shows it.
+        let relative: String
         let freezeControl: String
         private let frozenText: String
 
@@ -346,7 +365,8 @@ struct HardeningTests {
         }
 
         init(mount: String, unified: Bool, owner: RealClientTests.ShellUser) throws {
-            path = mount + "/puff-test-delegated-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            relative = "/puff-test-delegated-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            path = mount + relative
             freezeControl = path + (unified ? "/cgroup.freeze" : "/freezer.state")
             frozenText = unified ? "1" : "FROZEN"
             guard mkdir(path, 0o755) == 0 else {
@@ -439,6 +459,8 @@ struct HardeningTests {
                     try:
                         with open("/proc/%s/cgroup" % holder) as f:
                             where = "|".join(f.read().split())
+                        with open("/proc/%s/stat" % holder) as f:
+                            where += " (stat %s)" % " ".join(f.read().split()[:4])
                     except OSError as error:
                         where = str(error)
                     out.write("froze the cgroup (%s) while pid %s held %s; its cgroups %s\n" % (freezing(), holder, held[0], where))
