@@ -305,41 +305,6 @@ struct HardeningTests {
         for mount in mounts { rmdir(mount.point + "/puff-check") }
     }
 
-    /// The helper never runs on where it could be frozen: when the cgroup it would move into is
-    /// not root's alone (here a `puff-check` cgroup handed to the user), su's attempt fails
-    /// closed, nothing counted, even with the right passcode.
-    @Test func theHelperFailsClosedWhenItCannotLeaveTheUsersCgroup() throws {
-        let caller = try RealClientTests.ShellUser("caller")
-        let target = try RealClientTests.ShellUser("target")
-        let fixture = try Fixture(config: "kdf_ops = 1\nkdf_mem_kib = 8\n", moduleArguments: "lock_wait=10")
-        #expect(try fixture.enroll(target.name, Self.right).status == 0)
-        let pamFile = try Self.suService(fixture, extra: "lock_wait=10")
-        let mounts = try DelegatedCgroup.mounts()
-        let freezer = try #require(mounts.first { !$0.unified } ?? mounts.first, "no cgroup freezer mounted")
-        let squatted = freezer.point + "/puff-check"
-        guard mkdir(squatted, 0o755) == 0 else {
-            Issue.record("\(squatted) exists already (another run's helper?): errno \(errno)")
-            return
-        }
-        defer { rmdir(squatted) }
-        #expect(chown(squatted, caller.uid, caller.gid) == 0)
-        let cgroup = try DelegatedCgroup(mount: freezer.point, unified: freezer.unified, owner: caller)
-        defer { cgroup.remove() }
-        let su = try Terminal(Self.suArguments(as: caller, to: target, pamFile: pamFile))
-        defer { su.kill() }
-        try cgroup.adopt(su.pid)
-        // The state before the prompt is the helper's too (service-query): su may end unprompted.
-        let prompted = su.answer(Self.right, whenOutputContains: "asscode")
-        #expect(su.wait(atMost: 30) != 0)
-        print("squatted puff-check cgroup: prompted \(prompted); su said: \(su.output.split(separator: "\n").joined(separator: " / "))")
-        #expect(!su.output.contains("puff-su-ok"), "\(su.output)")
-        #expect(Self.rawFailures(fixture, target.name) ?? 0 == 0)
-        // Without the user's cgroup, the same su goes through.
-        rmdir(squatted)
-        let allowed = try Self.su(as: caller, to: target, Self.right, pamFile: pamFile)
-        #expect(allowed.output.contains("puff-su-ok"), "\(allowed.output)")
-    }
-
     /// A cgroup made for one round and delegated to `owner` the way systemd delegates one.
     final class DelegatedCgroup {
         let path: String
