@@ -165,11 +165,13 @@ build/puff-ldap.so: Sources/CLDAP/puff_ldap.c Sources/CLDAP/include/puff_ldap.h
 		-Wl,-Bsymbolic -Wl,-z,now -Wl,-z,relro -Wl,--as-needed -lldap -llber
 	chmod 0644 $@
 
-$(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/system_password.c Sources/CHelperStart/include/CHelperStart.h
+$(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/system_password.c Sources/CHelperStart/cgroup.c \
+		Sources/CHelperStart/include/CHelperStart.h
 	mkdir -p $(EMBEDDED)
 	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/start.c -o $(EMBEDDED)/start.o
 	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/system_password.c -o $(EMBEDDED)/system_password.o
-	ld -r $(EMBEDDED)/start.o $(EMBEDDED)/system_password.o -o $@
+	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/cgroup.c -o $(EMBEDDED)/cgroup.o
+	ld -r $(EMBEDDED)/start.o $(EMBEDDED)/system_password.o $(EMBEDDED)/cgroup.o -o $@
 
 $(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h Sources/CTPM/include/puff_tpm.h \
 		Sources/CSpawn/include/puff_spawn.h $(EMBEDDED)/PuffCore.o

@@ -31,7 +31,24 @@ public struct HelperClient: Sendable {
         /// The origin as frames: always four, each marked with a leading `=` (a frame is never
         /// empty, and an item may be).
         var originFields: [[UInt8]] {
-            (0..<Self.originCount).map { index in [UInt8(ascii: "=")] + Array((index < origin.count ? origin[index] : "").utf8) }
+            (0..<Self.originCount).map { index in Self.originFrame(index < origin.count ? origin[index] : "") }
+        }
+
+        /// The most bytes of one origin item the helper reads (its frame is one more).
+        public static let originItemLimit = 256
+
+        /// One origin frame: `=`, then `item` cut to `originItemLimit` bytes after its last whole
+        /// character that fits. The module's items are cut at 256 bytes before invalid UTF-8
+        /// becomes U+FFFD (three bytes each), so one may be longer here; uncut, the helper
+        /// refused the whole request and the attempt failed closed.
+        public static func originFrame(_ item: String) -> [UInt8] {
+            var frame: [UInt8] = [UInt8(ascii: "=")]
+            for scalar in item.unicodeScalars {
+                let encoded = Array(String(scalar).utf8)
+                guard frame.count - 1 + encoded.count <= originItemLimit else { break }
+                frame += encoded
+            }
+            return frame
         }
 
         /// How many origin frames `serviceVerify` carries.

@@ -1,3 +1,4 @@
+import CHelperStart
 import CPAM
 import Glibc
 import PuffCore
@@ -29,6 +30,8 @@ enum Service {
             HelperLog.write(LOG_NOTICE, "uid \(uid): \(operation.rawValue) refused: it serves callers whose real uid is root only")
             return HelperExit.usage
         }
+        // Before any lock: out of every cgroup a user could freeze or throttle (cgroup.c).
+        guard leaveUserCgroups(operation) else { return HelperExit.failure }
         guard let request = try? readRequest() else {
             HelperLog.write(LOG_NOTICE, "\(operation.rawValue): malformed request; nothing counted")
             return HelperExit.usage
@@ -85,6 +88,28 @@ enum Service {
         }
     }
 
+    /// The helper started for su or sudo run by a user stays in their cgroup, whose freezer
+    /// (or CPU or I/O limit) they may control, and they could stop it while it holds another
+    /// account's lock, which no signal of theirs can. `false`, logged, when the helper cannot
+    /// be made to run where only root controls it: then nothing is read or counted.
+    private static func leaveUserCgroups(_ operation: HelperOperation) -> Bool {
+        var message = [CChar](repeating: 0, count: 512)
+        var moved: Int32 = 0
+        let status = message.withUnsafeMutableBufferPointer { buffer in
+            puff_helper_leave_user_cgroups(buffer.baseAddress, buffer.count, &moved)
+        }
+        let text = LogText.escape(message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, limit: 400)
+        guard status == 0 else {
+            HelperLog.write(LOG_ERR, "\(operation.rawValue): the helper cannot leave a cgroup a user may freeze or throttle "
+                            + "(\(text)); failing closed, nothing counted")
+            return false
+        }
+        if moved > 0 {
+            HelperLog.write(LOG_INFO, "\(operation.rawValue): moved into the puff-check cgroup of \(moved) hierarchies (\(text))")
+        }
+        return true
+    }
+
     /// One attempt; the answer is the report, then the failure it counted, if any (for the
     /// module's `authsucc` line and its failure history).
     private static func verify(_ secret: borrowing SecureBytes, _ store: Store, _ subject: Authenticator.Subject,
@@ -130,11 +155,11 @@ enum Service {
     }
 
     /// The transaction's origin (`HelperClient.Service.originFields`): four frames, each `=` and
-    /// an item of at most 256 bytes.
+    /// an item of at most `originItemLimit` (256) bytes.
     private static func readOrigin() throws(FrameReader.Malformed) -> [String] {
         var items: [String] = []
         for _ in 0..<HelperClient.Service.originCount {
-            let frame = try FrameReader.bytes(limit: 257)
+            let frame = try FrameReader.bytes(limit: HelperClient.Service.originItemLimit + 1)
             guard frame.first == UInt8(ascii: "="), let item = String(validating: frame.dropFirst(), as: UTF8.self) else {
                 throw FrameReader.Malformed()
             }

@@ -1,6 +1,14 @@
 import Foundation
 import Testing
 
+private extension String {
+    /// Whether `text` occurs after the first `marker`.
+    func contains(_ text: String, after marker: String) -> Bool {
+        guard let start = range(of: marker) else { return false }
+        return self[start.upperBound...].contains(text)
+    }
+}
+
 // glibc's pseudo-terminal calls, which the Glibc module does not import (they need _XOPEN_SOURCE).
 @_silgen_name("posix_openpt") private func posix_openpt(_ flags: Int32) -> Int32
 @_silgen_name("grantpt") private func grantpt(_ fd: Int32) -> Int32
@@ -223,6 +231,148 @@ struct HardeningTests {
         }
     }
 
+    /// Issue 27 H1: the same attacker with a cgroup delegated to them (as systemd delegates
+    /// user@UID.service or a `systemd-run --user --scope` to its user: the directory and its
+    /// cgroup.procs and freeze control chowned to them), in the v1 freezer hierarchy and the
+    /// unified (v2) one, whichever are mounted. Their `su VICTIM` runs in it, and their watcher
+    /// freezes the cgroup the moment /proc/locks shows a lock held by the su or a process it
+    /// started (the root-started helper, which no signal of theirs reaches), or at fixed
+    /// moments. The victim's login as sshd runs it must succeed promptly: the helper left the
+    /// user's cgroup for a root-owned one before it took any lock. Before: the frozen helper
+    /// kept the victim's counter lock, and the login waited `lock_wait` and failed.
+    @Test func aCgroupFrozenByItsUserHoldsNothingAnotherAccountsLoginWaitsOn() throws {
+        let caller = try RealClientTests.ShellUser("caller")
+        let target = try RealClientTests.ShellUser("target")
+        let fixture = try Fixture(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 50\nmax_failures = 0\n",
+                                  moduleArguments: "lock_wait=10")
+        #expect(try fixture.enroll(target.name, Self.right).status == 0)
+        let pamFile = try Self.suService(fixture, extra: "lock_wait=10")
+        let watcher = fixture.root + "/watcher.py"
+        try fixture.write(watcher, Self.lockWatcher, mode: 0o755)
+        let mounts = try DelegatedCgroup.mounts()
+        try #require(!mounts.isEmpty, "no cgroup freezer mounted (v1 freezer or v2)")
+        for moment in ["lock", "lock", "lock", "0", "1", "3", "10", "40"] {
+            let cgroups = try mounts.map { try DelegatedCgroup(mount: $0.point, unified: $0.unified, owner: caller) }
+            defer { for cgroup in cgroups { cgroup.remove() } }
+            let report = fixture.root + "/watcher-\(UInt32.random(in: 0...UInt32.max)).txt"
+            let go = report + ".go"
+            FileManager.default.createFile(atPath: report, contents: nil, attributes: [.posixPermissions: 0o666])
+            let su = try Terminal(Self.suArguments(as: caller, to: target, pamFile: pamFile))
+            defer { for cgroup in cgroups { cgroup.thaw() }; su.kill() }
+            for cgroup in cgroups { try cgroup.adopt(su.pid) }
+            let suCgroups = (try? String(contentsOfFile: "/proc/\(su.pid)/cgroup", encoding: .utf8)) ?? ""
+            #expect(cgroups.allSatisfy { suCgroups.contains($0.relative) }, "\(moment): the su is in \(suCgroups)")
+            let spy = try Child(["/usr/bin/setpriv", "--reuid=\(caller.uid)", "--regid=\(caller.gid)", "--init-groups", "--",
+                                 "/usr/bin/python3", watcher, String(su.pid), moment, go, report,
+                                 cgroups.map(\.freezeControl).joined(separator: ",")],
+                                stdin: .null, stdout: .same, stderr: .same).start()
+            defer { Glibc.kill(spy, SIGKILL); var raw: Int32 = 0; waitpid(spy, &raw, 0) }
+            usleep(200_000)
+            #expect(su.answer(Self.wrong, whenOutputContains: "asscode"), "\(moment): no prompt: \(su.output)")
+            FileManager.default.createFile(atPath: go, contents: nil)
+            var raw: Int32 = 0
+            let deadline = Date().addingTimeInterval(20)
+            while waitpid(spy, &raw, WNOHANG) == 0 && Date() < deadline { usleep(1_000) }
+            let seen = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+            // The user's freeze took: every control they wrote is frozen.
+            #expect(seen.contains("froze the cgroup") && !seen.contains("Errno"), "\(moment): \(seen)")
+            if seen.contains(" while pid ") {
+                // The lock's holder, the helper, had left the user's cgroups for root's own
+                // (puff-check; an exiting helper may already read as the root cgroup).
+                #expect(!seen.contains("puff-test-delegated-\(getpid())-", after: "its cgroups"), "\(moment): \(seen)")
+                for mount in mounts {
+                    let moved = seen.contains(mount.unified ? "|0::/puff-check" : "freezer:/puff-check")
+                        || seen.contains(mount.unified ? "|0::/ " : "freezer:/|")
+                    #expect(moved, "\(moment): \(seen)")
+                }
+            }
+            // The frozen su is still where the user put it.
+            let suAfter = (try? String(contentsOfFile: "/proc/\(su.pid)/cgroup", encoding: .utf8)) ?? ""
+            #expect(cgroups.allSatisfy { suAfter.contains($0.relative) }, "\(moment): the su is in \(suAfter)")
+            let allFrozen = cgroups.allSatisfy { $0.isFrozen }
+            #expect(allFrozen, "\(moment): \(seen)")
+            let started = Date()
+            let login = try fixture.authenticate(target.name, replies: [Self.right])
+            let took = Date().timeIntervalSince(started)
+            #expect(login.status == PAMCode.success, "\(moment) (\(seen)): \(login.status) after \(took) s: \(login.output)")
+            #expect(took < 3, "\(moment) (\(seen)): the victim's login took \(took) s")
+            print("frozen-cgroup round \(moment): \(seen.split(separator: "\n").joined(separator: "; ")); victim's login \(Int(took * 1000)) ms")
+            for cgroup in cgroups { cgroup.thaw() }
+            _ = su.wait(atMost: 30)
+        }
+        // What the helper made on the machine's cgroup file systems (outside the hermetic
+        // overlay): removed when empty (another test's helper may be in it: then it stays).
+        for mount in mounts { rmdir(mount.point + "/puff-check") }
+    }
+
+    /// A cgroup made for one round and delegated to `owner` the way systemd delegates one.
+    final class DelegatedCgroup {
+        let path: String
+        /// Its path in the hierarchy, as /proc/PID/cgroup shows it.
+        let relative: String
+        let freezeControl: String
+        private let frozenText: String
+
+        /// The mounted hierarchies with a freezer, from /proc/self/mountinfo.
+        static func mounts() throws -> [(point: String, unified: Bool)] {
+            let info = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
+            var found: [(point: String, unified: Bool)] = []
+            for line in info.split(separator: "\n") {
+                let halves = line.components(separatedBy: " - ")
+                guard halves.count == 2 else { continue }
+                let fields = halves[0].split(separator: " "), tail = halves[1].split(separator: " ")
+                guard fields.count >= 5, tail.count >= 3, fields[3] == "/" else { continue }
+                let point = String(fields[4])
+                if tail[0] == "cgroup2" { found.append((point, true)) }
+                if tail[0] == "cgroup", tail[2].split(separator: ",").contains("freezer") { found.append((point, false)) }
+            }
+            return found
+        }
+
+        init(mount: String, unified: Bool, owner: RealClientTests.ShellUser) throws {
+            relative = "/puff-test-delegated-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            path = mount + relative
+            freezeControl = path + (unified ? "/cgroup.freeze" : "/freezer.state")
+            frozenText = unified ? "1" : "FROZEN"
+            guard mkdir(path, 0o755) == 0 else {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mkdir \(path): errno \(errno)"])
+            }
+            for name in ["", "/cgroup.procs", "/cgroup.threads", "/tasks", "/cgroup.subtree_control", "/cgroup.freeze", "/freezer.state"]
+            where FileManager.default.fileExists(atPath: path + name) {
+                guard chown(path + name, owner.uid, owner.gid) == 0 else {
+                    throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "chown \(path + name): errno \(errno)"])
+                }
+            }
+        }
+
+        /// Moves `pid` in (as the user's systemd would start their program there).
+        func adopt(_ pid: pid_t) throws {
+            try "\(pid)\n".write(toFile: path + "/cgroup.procs", atomically: false, encoding: .utf8)
+        }
+
+        /// Frozen, within 2 s (v1 says FREEZING while a task finishes a system call).
+        var isFrozen: Bool {
+            let deadline = Date().addingTimeInterval(2)
+            repeat {
+                let state = (try? String(contentsOfFile: freezeControl, encoding: .utf8)) ?? ""
+                if state.trimmingCharacters(in: .whitespacesAndNewlines) == frozenText { return true }
+                usleep(10_000)
+            } while Date() < deadline
+            return false
+        }
+
+        func thaw() {
+            try? (frozenText == "1" ? "0" : "THAWED").write(toFile: freezeControl, atomically: false, encoding: .utf8)
+        }
+
+        /// Thawed, its processes (killed by now) gone, then removed.
+        func remove() {
+            thaw()
+            let deadline = Date().addingTimeInterval(10)
+            while rmdir(path) != 0 && errno == EBUSY && Date() < deadline { usleep(10_000) }
+        }
+    }
+
     /// The attacker's watcher (python3, run as the su's caller): argv su-pid, moment ("lock",
     /// or milliseconds after `go` appears), the go file, the report file.
     static let lockWatcher = #"""
@@ -249,8 +399,45 @@ struct HardeningTests {
                 return "EPERM"
             except ProcessLookupError:
                 return "gone"
+        # argv[5], when given: the cgroup controls to freeze with (comma-separated), instead of SIGSTOP.
+        freeze = sys.argv[5].split(",") if len(sys.argv) > 5 else []
+        def freezing():
+            done = []
+            for control in freeze:
+                try:
+                    with open(control, "w") as f:
+                        f.write("FROZEN" if control.endswith("freezer.state") else "1")
+                    done.append("%s frozen" % control)
+                except OSError as error:
+                    done.append("%s: %s" % (control, error))
+            return "; ".join(done)
         out = open(report, "w")
-        if moment == "lock":
+        if freeze and moment == "lock":
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                with open("/proc/locks") as f:
+                    lines = f.read().splitlines()
+                pids = tree(su)
+                held = [l for l in lines if len(l.split()) > 4 and l.split()[4].lstrip("-").isdigit() and int(l.split()[4]) in pids]
+                if held:
+                    holder = held[0].split()[4]
+                    try:
+                        with open("/proc/%s/cgroup" % holder) as f:
+                            where = "|".join(f.read().split())
+                        with open("/proc/%s/stat" % holder) as f:
+                            where += " (stat %s)" % " ".join(f.read().split()[:4])
+                    except OSError as error:
+                        where = str(error)
+                    out.write("froze the cgroup (%s) while pid %s held %s; its cgroups %s\n" % (freezing(), holder, held[0], where))
+                    break
+            else:
+                out.write("no lock held by the su or its children seen in 15 s; froze the cgroup (%s)\n" % freezing())
+        elif freeze:
+            while not os.path.exists(go):
+                time.sleep(0.0001)
+            time.sleep(int(moment) / 1000)
+            out.write("froze the cgroup (%s) %s ms after the answer\n" % (freezing(), moment))
+        elif moment == "lock":
             deadline = time.monotonic() + 15
             while time.monotonic() < deadline:
                 with open("/proc/locks") as f:

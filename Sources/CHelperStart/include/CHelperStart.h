@@ -12,4 +12,13 @@ int puff_helper_dropped_environment(void);
 /// cannot be loaded.
 int puff_helper_check_password(const char *service, const char *user, const void *conversation);
 
+#include <stddef.h>
+
+/// Makes sure no one but root can freeze, throttle or move the helper through a cgroup
+/// (cgroup.c): in every mounted hierarchy, the process's cgroup and its ancestors must be
+/// root's alone, or the process moves into `puff-check` under the hierarchy's root. 0 when
+/// that holds (`moved` counts the moves), -1 when it cannot be made to hold; `message` then
+/// says why.
+int puff_helper_leave_user_cgroups(char *message, size_t size, int *moved);
+
 #endif
