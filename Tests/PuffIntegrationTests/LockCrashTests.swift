@@ -263,6 +263,28 @@ struct LockCrashTests {
         #expect(try stage.fixture.failures(user) == 0)
     }
 
+    /// A dead key sent with XSendEvent to the covering window must not reach Xlib's compose
+    /// state (it did while XFilterEvent ran before the synthetic-input check): the user's
+    /// next real key would then be swallowed or changed, and a right passcode fail.
+    @Test func aSyntheticDeadKeyDoesNotTouchTheNextKey() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try LockScreenTests.stage(user)
+        let server = try XServer(extra: ["-noreset"])
+        // A dead key on the keyboard map before puff-lock starts, and a locale with a compose
+        // table (as in a user's session).
+        let mapped = try run("/usr/bin/xmodmap", ["-display", server.display, "-e", "keycode 200 = dead_acute"])
+        #expect(mapped.status == 0, "xmodmap: \(mapped.errors)")
+        let locker = try LockScreenTests.Locker(stage: stage, user: user, server: server, environment: ["LC_ALL=C.UTF-8"])
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        let found = try server.xdotool(["search", "--name", "^puff-lock$"])
+        let parent = try #require(found.lines.first, "\(found.output)")
+        try server.xdotool(["key", "--window", parent, "dead_acute"])
+        usleep(300_000)
+        try server.xdotool(["type", "--delay", "30", "604917"])
+        #expect(locker.exitStatus(timeout: 20) == 0, "the right passcode after a synthetic dead key: \(locker.text)")
+        #expect(try stage.fixture.failures(user) == 0)
+    }
+
     /// The locking parent killed (the user can always kill their own locker): the screen
     /// unlocks, as with every X11 locker, and the child does not outlive it.
     @Test func killingTheParentUnlocksAndTakesTheChildAlong() throws {
