@@ -278,6 +278,12 @@ struct LockCrashTests {
         #expect(locker.waitFor("screen ready"), "\(locker.text)")
         let found = try server.xdotool(["search", "--name", "^puff-lock$"])
         let parent = try #require(found.lines.first, "\(found.output)")
+        // xdotool sends a real key (XTEST) to the focused window and XSendEvent to any other:
+        // the focus moved first (any client may), then the dead key sent to the covering
+        // window itself (the window Xlib's compose filter is registered for).
+        let tree = try run("/usr/bin/xwininfo", ["-display", server.display, "-id", parent, "-children"])
+        let child = try #require(tree.lines.first { $0.hasPrefix("     0x") }?.split(separator: " ").first, "\(tree.output)")
+        try server.xdotool(["windowfocus", String(child)])
         try server.xdotool(["key", "--window", parent, "dead_acute"])
         usleep(300_000)
         try server.xdotool(["type", "--delay", "30", "604917"])
