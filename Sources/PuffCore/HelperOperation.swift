@@ -18,6 +18,11 @@ public enum HelperOperation: String, Equatable, Sendable {
     /// Root only: one attempt for a named user; the framed request of `serviceQuery`, then the
     /// secret. The answer is framed: the report, then a failure it counted (before, after, where).
     case serviceVerify = "service-verify"
+    /// Root only: one login in one helper run, so it opens at most one directory connection and
+    /// waits at most one `ldap_timeout`: the framed request of `serviceQuery` and the origin of
+    /// `serviceVerify`; the helper answers the state as one frame; then the secret (or the end
+    /// of input: no attempt, nothing counted), answered as `serviceVerify` answers.
+    case serviceLogin = "service-login"
     /// Root only: a failure `serviceVerify` counted taken back (the module's `authsucc` line);
     /// the framed request of `serviceQuery`, then the failure as `serviceVerify` gave it.
     case serviceTakeBack = "service-take-back"
@@ -25,7 +30,7 @@ public enum HelperOperation: String, Equatable, Sendable {
     /// Whether the operation serves a root caller for a named user.
     public var isService: Bool {
         switch self {
-        case .serviceQuery, .serviceVerify, .serviceTakeBack: true
+        case .serviceQuery, .serviceVerify, .serviceLogin, .serviceTakeBack: true
         case .query, .verify, .enrollPasscode, .enrollGesture, .remove: false
         }
     }
@@ -33,7 +38,7 @@ public enum HelperOperation: String, Equatable, Sendable {
     /// Whether the request is framed and changes the store (an enrollment or a removal).
     public var isChange: Bool {
         switch self {
-        case .query, .verify, .serviceQuery, .serviceVerify, .serviceTakeBack: false
+        case .query, .verify, .serviceQuery, .serviceVerify, .serviceLogin, .serviceTakeBack: false
         case .enrollPasscode, .enrollGesture, .remove: true
         }
     }

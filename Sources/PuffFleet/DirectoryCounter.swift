@@ -102,7 +102,7 @@ struct DirectoryCounter: AttemptCounter {
                                        origin: "fleet failure \(counted) counted by \(host)",
                                        mayVerify: options.lockout.fleetMayVerify(before: fleet.failures, counted: counted,
                                                                                  isRoot: isRoot),
-                                       directoryCount: counted, directoryDN: entry.dn))
+                                       directoryCount: counted))
     }
 
     /// The record must still hold the secret that verified; the directory's count loses the

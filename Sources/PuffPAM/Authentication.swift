@@ -42,184 +42,223 @@ extension ModuleContext {
         }
     }
 
-    /// The whole authentication, as one function of the module's inputs.
+    /// What this line of the stack does, from its parsed arguments (pam_faillock's `preauth`,
+    /// `authfail`, `authsucc`): authenticate, or take back after the password succeeded.
+    enum Action {
+        case authenticate
+        case takeBack
+
+        init(_ options: PuffOptions) { self = options.authSucc ? .takeBack : .authenticate }
+    }
+
+    /// The whole of `pam_sm_authenticate`, as one function of the module's inputs, in
+    /// pam_faillock's shape: the arguments parsed once, one switch on the action.
     func authenticate(arguments: [String]?) -> ModuleResult {
-        // The take-back line runs in every login of a stack that has it: with nothing to take
-        // back it returns before any work.
-        if let arguments, arguments.contains("authsucc") { return takeBackAfterPasswordSuccess(arguments: arguments) }
-        do {
-            try Sodium.initialize()
-        } catch {
-            log(LOG_CRIT, "\(error)")
-            return .failure(error)
-        }
         guard let arguments else {
             log(LOG_ERR, "module arguments are not valid UTF-8 or exceed the limits")
             return .badArguments
         }
-        // A failure left by an earlier pam_authenticate on this handle is not this one's.
-        forgetPendingFailure()
-        // Not root (a screen locker checking its own user): the setuid helper does the store
-        // work, under puff.conf's settings.
-        let unprivileged = geteuid() != 0
         // Every directory this call reads or writes (the configuration's, the store's, the
         // state directory) is walked and checked once, and held until the call returns.
         let session = StoreSession()
         let options: PuffOptions
         do {
-            let loaded = try Configuration.load(arguments: arguments, readingFile: !unprivileged, session: session)
+            // Not root (a screen locker checking its own user): the file is the helper's to read.
+            let loaded = try Configuration.load(arguments: arguments, readingFile: geteuid() == 0, session: session)
             options = loaded.options
             for warning in loaded.warnings { log(LOG_WARNING, warning) }
         } catch {
             log(LOG_ERR, "\(error); failing closed")
             return .failure(error)
         }
-        if !options.noDelay { requestFailureDelay() }
-        let silent = options.silent
+        switch Action(options) {
+        case .takeBack: return takeBackAfterPasswordSuccess(options, arguments: arguments, session: session)
+        case .authenticate: return authenticateUser(options, arguments: arguments, session: session)
+        }
+    }
 
+    /// The `authenticate` action: the user, where the store work runs, the state before the
+    /// prompt, the reply, one attempt, its outcome.
+    private func authenticateUser(_ options: PuffOptions, arguments: [String], session: StoreSession) -> ModuleResult {
+        do {
+            try Sodium.initialize()
+        } catch {
+            log(LOG_CRIT, "\(error)")
+            return .failure(error)
+        }
+        // A failure left by an earlier pam_authenticate on this handle is not this one's.
+        forgetPendingFailure()
+        if !options.noDelay { requestFailureDelay() }
         let (userStatus, rawName) = userName()
         guard userStatus == PAM_SUCCESS else {
             log(LOG_NOTICE, "could not obtain the user name (PAM code \(userStatus))")
             return .userNameUnavailable(userStatus)
         }
-        let userForLog = LogText.escape(rawName ?? "(invalid)")
-        if unprivileged {
-            // The helper checks the real uid's account only; asking for anyone else is refused
-            // here, before any prompt.
-            let own = (try? Account.lookup(uid: getuid()))??.name.value
-            guard let rawName, rawName == own else {
-                log(LOG_NOTICE, "user \(userForLog): refused, an unprivileged caller (uid \(getuid())) can only authenticate itself")
-                return .denied
-            }
-        }
-        // A root-run service where the caller is not the user (su to another account, sshd,
-        // login): the prompt and every message are the same for every account name, enrolled
-        // with any type, not enrolled or no account at all, locked or not (issue 11, item 9).
-        // The keypad and lock hints stay where the caller is the user: their own screen
-        // locker or pad (the helper path), su or sudo to themselves.
-        let discreet = !unprivileged && !callerIsUser(rawName)
-        // Where the store work runs, decided once for this call.
-        let route = StoreRoute.choose(directory: options.directory.isEnabled,
-                                      for: .module(effectiveUID: geteuid(), realUID: getuid()))
+        let login = Login(user: rawName ?? "", forLog: LogText.escape(rawName ?? "(invalid)"), options: options,
+                          route: StoreRoute.choose(directory: options.directory.isEnabled,
+                                                   for: .module(effectiveUID: geteuid(), realUID: getuid())),
+                          // A root-run service whose caller is not the user (su to another
+                          // account, sshd, login): the same prompt and messages for every
+                          // account name (issue 11, item 9). The keypad and lock hints stay
+                          // where the caller is the user (their locker or pad, su to themselves).
+                          discreet: geteuid() == 0 && !callerIsUser(rawName))
+        if login.route == .ownHelper, let refused = refuseAnotherUser(login, rawName) { return refused }
         let backend: Backend
         do {
-            backend = try Backend.prepare(route, options, userName: rawName ?? "", arguments: arguments,
+            backend = try Backend.prepare(login.route, options, userName: login.user, arguments: arguments,
                                           origin: [rawItem(PAM_SERVICE), rawItem(PAM_TTY), rawItem(PAM_RHOST), rawItem(PAM_RUSER)],
                                           session: session)
         } catch {
-            log(LOG_ERR, "user \(userForLog): \(error); failing closed")
+            log(LOG_ERR, "user \(login.forLog): \(error); failing closed")
             return .failure(error)
         }
-
-        let preflight = backend.state
-        let acceptance = preflight.acceptance
-        let damaged = preflight.counterDamaged ? " (the counter file does not parse; puff-enroll reset rewrites it)" : ""
-        if let reason = preflight.notEnrolledReason {
-            if options.nullOK {
-                if options.debug { log(LOG_DEBUG, "user \(userForLog): \(reason); ignored (nullok)") }
-                return .ignore
-            }
-        } else if !discreet {
-            let status = preflight.lock
-            if status != .open {
-                log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))\(damaged); \(attemptContext())")
-                audit(.refusedWhileLocked, backend)
-                complain(lockMessage(status), silent: silent)
-                return .denied
-            }
-            switch acceptance {
-            case .refused:
-                log(LOG_NOTICE, "user \(userForLog): attempt refused, gesture-only user locked by an administrator")
-                complain(lockMessage(.lockedUntilReset), silent: silent)
-                return .denied
-            case .passcodeOnly(_, let reason?):
-                if options.debug { log(LOG_DEBUG, "user \(userForLog): passcode required: \(reason.text)") }
-                inform("Puff: passcode required: \(reason.text).", silent: silent)
-            case .passcodeOnly(_, nil), .passcodeOrGesture, .gestureOnly:
-                break
-            }
-        }
-
+        if let decided = decideBeforePrompt(login, backend) { return decided }
         // One prompt from the contract and one round, for every user, enrolled or not.
         let secret: SecureBytes
-        switch obtainSecret(options, prompt: discreet ? Acceptance.discreetPrompt : acceptance.prompt) {
+        switch obtainSecret(options, prompt: login.discreet ? Acceptance.discreetPrompt : backend.state.acceptance.prompt) {
         case .secret(let bytes):
             secret = bytes
         case .empty:
-            log(LOG_NOTICE, "user \(userForLog): empty reply; not counted")
+            log(LOG_NOTICE, "user \(login.forLog): empty reply; not counted")
             return .denied
         case .tooLong:
-            log(LOG_NOTICE, "user \(userForLog): reply longer than \(Self.maximumReplyLength) bytes; not counted")
-            complain(discreet ? Self.discreetRefusal("passcode") : "Puff: wrong passcode.", silent: silent)
+            log(LOG_NOTICE, "user \(login.forLog): reply longer than \(Self.maximumReplyLength) bytes; not counted")
+            complain(login.discreet ? Self.discreetRefusal("passcode") : "Puff: wrong passcode.", silent: options.silent)
             return .denied
         case .failed(let code):
-            log(LOG_NOTICE, "user \(userForLog): conversation failed (PAM code \(code)); not counted")
+            log(LOG_NOTICE, "user \(login.forLog): conversation failed (PAM code \(code)); not counted")
             return code == PAM_BUF_ERR ? .failure(.crypto("out of secure memory")) : .conversationError
         }
-
-        let noun = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
         let outcome: Authenticator.Outcome
         var counted: Authenticator.CountedFailure?
         do {
             outcome = try backend.attempt(secret, counted: &counted)
         } catch {
-            log(LOG_ERR, "user \(userForLog): \(error); failing closed")
+            log(LOG_ERR, "user \(login.forLog): \(error); failing closed")
             return .failure(error)
         }
-        /// The message after the reply: the outcome's own, or in a discreet service the one
-        /// every account gets for this kind of reply.
-        func tell(_ message: String) {
-            complain(discreet ? Self.discreetRefusal(noun) : message, silent: silent)
+        if let counted { keepForTakeBack(counted, secret, login, session) }
+        return conclude(outcome, login, backend, secret)
+    }
+
+    /// What one login knows once the user and the route are decided (a class: passed to each
+    /// step by reference, not copied with its options).
+    private final class Login {
+        /// The user name, raw, as the application gave it ("" when it was not usable).
+        let user: String
+        /// The user name escaped for a log line.
+        let forLog: String
+        let options: PuffOptions
+        /// Where the store work runs (`StoreRoute.choose`).
+        let route: StoreRoute
+        /// Every account name gets the same prompt and messages.
+        let discreet: Bool
+
+        init(user: String, forLog: String, options: PuffOptions, route: StoreRoute, discreet: Bool) {
+            (self.user, self.forLog, self.options, self.route, self.discreet) = (user, forLog, options, route, discreet)
         }
+    }
+
+    /// Without root the helper checks the real uid's account only: asking for anyone else is
+    /// refused here, before any prompt.
+    @inline(__always)
+    private func refuseAnotherUser(_ login: Login, _ rawName: String?) -> ModuleResult? {
+        let own = (try? Account.lookup(uid: getuid()))??.name.value
+        guard let rawName, rawName == own else {
+            log(LOG_NOTICE, "user \(login.forLog): refused, an unprivileged caller (uid \(getuid())) can only authenticate itself")
+            return .denied
+        }
+        return nil
+    }
+
+    /// The decision before the prompt, from the state the store read: not enrolled (ignored
+    /// with `nullok`), and where the caller may know it, locked or refused, or a notice that
+    /// only the passcode is accepted now. `nil`: prompt.
+    @inline(__always)
+    private func decideBeforePrompt(_ login: Login, _ backend: Backend) -> ModuleResult? {
+        let preflight = backend.state
+        if let reason = preflight.notEnrolledReason {
+            guard login.options.nullOK else { return nil }
+            if login.options.debug { log(LOG_DEBUG, "user \(login.forLog): \(reason); ignored (nullok)") }
+            return .ignore
+        }
+        guard !login.discreet else { return nil }
+        if preflight.lock != .open {
+            refuseLocked(preflight.lock, login, backend)
+            complain(lockMessage(preflight.lock), silent: login.options.silent)
+            return .denied
+        }
+        switch preflight.acceptance {
+        case .refused:
+            log(LOG_NOTICE, "user \(login.forLog): attempt refused, gesture-only user locked by an administrator")
+            complain(lockMessage(.lockedUntilReset), silent: login.options.silent)
+            return .denied
+        case .passcodeOnly(_, let reason?):
+            if login.options.debug { log(LOG_DEBUG, "user \(login.forLog): passcode required: \(reason.text)") }
+            inform("Puff: passcode required: \(reason.text).", silent: login.options.silent)
+        case .passcodeOnly(_, nil), .passcodeOrGesture, .gestureOnly:
+            break
+        }
+        return nil
+    }
+
+    /// The log line and audit record of an attempt refused because the user is locked.
+    private func refuseLocked(_ status: LockStatus, _ login: Login, _ backend: Backend) {
+        let damaged = backend.state.counterDamaged ? " (the counter file does not parse; puff-enroll reset rewrites it)" : ""
+        log(LOG_NOTICE, "user \(login.forLog): attempt refused, \(describe(status))\(damaged); \(attemptContext())")
+        audit(.refusedWhileLocked, backend)
+    }
+
+    /// A counted failure, kept for the `authsucc` line after the password module (if that
+    /// module accepts this same text as the system password, the failure is taken back), and
+    /// added to the failure history when this process did the store work (a service call's
+    /// helper wrote it itself: this process, which the user may stop, takes no lock of the store).
+    @inline(__always)
+    private func keepForTakeBack(_ counted: Authenticator.CountedFailure, _ secret: borrowing SecureBytes, _ login: Login,
+                                 _ session: StoreSession) {
+        if login.route != .rootService { recordInHistory(counted, login.options, session) }
+        do {
+            if !remember(try PendingFailure(failure: counted, secret: secret, route: login.route)) {
+                log(LOG_WARNING, "user \(login.forLog): could not keep the failure for authsucc")
+            }
+        } catch {
+            log(LOG_WARNING, "user \(login.forLog): \(error); the failure cannot be taken back by authsucc")
+        }
+    }
+
+    /// The outcome of the attempt: its one log line, the message after the reply (in a discreet
+    /// service the one every account gets for this kind of reply), the audit record, the result.
+    @inline(__always)
+    private func conclude(_ outcome: Authenticator.Outcome, _ login: Login, _ backend: Backend,
+                          _ secret: borrowing SecureBytes) -> ModuleResult {
+        let noun = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
+        let silent = login.options.silent
+        func tell(_ message: String) { complain(login.discreet ? Self.discreetRefusal(noun) : message, silent: silent) }
+        if case .failure = outcome { logAuthenticationFailure(user: login.user.isEmpty ? "(invalid)" : login.user) }
+        if let line = outcome.logLine(user: login.forLog, kind: noun) { log(line.priority, line.text) }
         switch outcome {
-        case .success(let rehashed):
-            log(LOG_INFO, "user \(userForLog): \(noun) accepted\(rehashed ? "; hash upgraded to the current cost" : "")")
+        case .success:
             return .success
         case .notEnrolled:
-            if let reason = preflight.notEnrolledReason, options.debug {
-                log(LOG_DEBUG, "user \(userForLog): \(reason)")
-            }
-            logAuthenticationFailure(user: rawName ?? "(invalid)")
-            log(LOG_NOTICE, "user \(userForLog): authentication failure")
+            if let reason = backend.state.notEnrolledReason, login.options.debug { log(LOG_DEBUG, "user \(login.forLog): \(reason)") }
+            logAuthenticationFailure(user: login.user.isEmpty ? "(invalid)" : login.user)
+            log(LOG_NOTICE, "user \(login.forLog): authentication failure")
             tell("Puff: wrong \(noun).")
-            return .denied
-        case .failure(let failures, let lock, let detail):
-            // For an `authsucc` line after the password module: if that module accepts this
-            // same text as the system password, the failure is taken back.
-            if let counted {
-                // A service call's helper wrote the history itself: this process, which the
-                // user may stop (su run by them), takes no lock of the store.
-                if route != .rootService { recordInHistory(counted, options, session) }
-                do {
-                    if !remember(try PendingFailure(failure: counted, secret: secret, route: route)) {
-                        log(LOG_WARNING, "user \(userForLog): could not keep the failure for authsucc")
-                    }
-                } catch {
-                    log(LOG_WARNING, "user \(userForLog): \(error); the failure cannot be taken back by authsucc")
-                }
-            }
-            logAuthenticationFailure(user: rawName ?? "(invalid)")
-            log(LOG_NOTICE, "user \(userForLog): authentication failure (\(failures) in a row)\(detail.isEmpty ? "" : "; " + detail)")
-            if lock == .open {
-                tell("Puff: wrong \(noun).")
-            } else {
-                log(LOG_WARNING, "user \(userForLog): \(describe(lock))")
-                audit(.locked(untilReset: lock == .lockedUntilReset), backend)
-                tell("Puff: wrong \(noun). " + lockMessage(lock, prefix: false))
-            }
-            return .denied
+        case .failure(_, let lock, _) where lock == .open:
+            tell("Puff: wrong \(noun).")
+        case .failure(_, let lock, _):
+            log(LOG_WARNING, "user \(login.forLog): \(describe(lock))")
+            audit(.locked(untilReset: lock == .lockedUntilReset), backend)
+            tell("Puff: wrong \(noun). " + lockMessage(lock, prefix: false))
         case .locked(let status):
-            log(LOG_NOTICE, "user \(userForLog): attempt refused, \(describe(status))\(damaged); \(attemptContext())")
-            audit(.refusedWhileLocked, backend)
+            refuseLocked(status, login, backend)
             // Discreet: as long as a wrong passcode takes, so the time does not tell either.
-            if discreet { backend.runDummyVerification(secret) }
+            if login.discreet { backend.runDummyVerification(secret) }
             tell(lockMessage(status))
-            return .denied
         case .passcodeRequired(let reason):
-            log(LOG_NOTICE, "user \(userForLog): gesture refused unread, passcode required: \(reason.text)")
             tell("Puff: passcode required: \(reason.text).")
-            return .denied
         }
+        return .denied
     }
 
     /// Whether the real uid is the user's own and not root (su or sudo to oneself): then the

@@ -61,8 +61,9 @@ extension ModuleContext {
 
     /// The `authsucc` line: reached only after the stack's password module succeeded. When the
     /// token that succeeded is the one typed at Puff's prompt for the same user, the failure
-    /// Puff counted for it is taken back. It never prompts and never grants anything.
-    func takeBackAfterPasswordSuccess(arguments: [String]) -> ModuleResult {
+    /// Puff counted for it is taken back where it was counted (the route kept with it). It never
+    /// prompts and never grants anything.
+    func takeBackAfterPasswordSuccess(_ options: PuffOptions, arguments: [String], session: StoreSession) -> ModuleResult {
         guard let pending = pendingFailure() else { return .ignore }
         // Whatever happens below, a failure is taken back at most once.
         defer { forgetPendingFailure() }
@@ -70,14 +71,6 @@ extension ModuleContext {
             try Sodium.initialize()
         } catch {
             log(LOG_CRIT, "\(error)")
-            return .failure(error)
-        }
-        let options: PuffOptions
-        let session = StoreSession()
-        do {
-            options = try Configuration.load(arguments: arguments, readingFile: geteuid() == 0, session: session).options
-        } catch {
-            log(LOG_ERR, "authsucc: \(error); the Puff failure stays counted")
             return .failure(error)
         }
         let user = LogText.escape(pending.failure.user.value)
@@ -107,7 +100,7 @@ extension ModuleContext {
                     .takeBack(pending.failure)
                 : try Authenticator(options: options, session: session).takeBack(pending.failure)
             if taken {
-                log(LOG_INFO, "user \(user): the system password was typed at Puff's prompt; Puff's failure taken back")
+                log(LOG_INFO, Authenticator.CountedFailure.takenBackLine(user: user))
             }
         } catch {
             log(LOG_ERR, "user \(user): authsucc: \(error); the Puff failure stays counted")

@@ -58,22 +58,14 @@ package struct CountedAttempt {
     /// Fleet mode: `false` when another host counted between this attempt's read and its
     /// increment past `deny` (`LockoutPolicy.fleetMayVerify`): counted, never verified.
     package var mayVerify = true
-    /// Fleet mode online: the directory's count after this attempt's increment, and the entry.
+    /// Fleet mode online: the directory's count after this attempt's increment.
     package var directoryCount: UInt32 = 0
-    package var directoryDN = ""
 
     package init(record: UserRecord, template: GestureTemplate?, failures: UInt32, lock: LockStatus,
                  failure: Authenticator.CountedFailure, origin: String = "", mayVerify: Bool = true,
-                 directoryCount: UInt32 = 0, directoryDN: String = "") {
-        self.record = record
-        self.template = template
-        self.failures = failures
-        self.lock = lock
-        self.failure = failure
-        self.origin = origin
-        self.mayVerify = mayVerify
-        self.directoryCount = directoryCount
-        self.directoryDN = directoryDN
+                 directoryCount: UInt32 = 0) {
+        (self.record, self.template, self.failures, self.lock, self.failure) = (record, template, failures, lock, failure)
+        (self.origin, self.mayVerify, self.directoryCount) = (origin, mayVerify, directoryCount)
     }
 }
 

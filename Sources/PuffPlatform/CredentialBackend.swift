@@ -117,11 +117,21 @@ public final class HelperBackend: CredentialBackend {
     /// The client of `puff-check`.
     public let client: HelperClient
     public let state: CredentialState
+    /// For a service caller: the login's one helper run, kept for the attempt.
+    private let login: HelperClient.ServiceLogin?
 
-    /// Asks the helper for the state before the prompt.
+    /// Asks the helper for the state before the prompt (a service caller's login keeps the
+    /// helper running for the attempt).
     public init(_ client: HelperClient) throws(StoreError) {
         self.client = client
-        self.state = try client.query()
+        if client.service != nil {
+            let login = try client.login()
+            self.login = login
+            self.state = login.state
+        } else {
+            self.login = nil
+            self.state = try client.query()
+        }
     }
 
     /// The caller's own uid (the helper serves no other account, and may find it enrolled by
@@ -136,7 +146,9 @@ public final class HelperBackend: CredentialBackend {
     /// no `authsucc` line to take a failure back).
     public func attempt(_ secret: borrowing SecureBytes,
                         counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
-        try client.verify(secret, counted: &counted)
+        counted = nil
+        guard let login else { return try client.verify(secret) }
+        return try login.verify(secret, counted: &counted)
     }
 
     /// Nothing: the module runs a discreet service's dummy verification itself

@@ -53,26 +53,28 @@ public struct HelperClient: Sendable {
         self.service = service
     }
 
-    /// The state before the prompt.
+    /// The state before the prompt, for the caller's own account (a service caller's is the
+    /// first answer of its `login()`).
     public func query() throws(StoreError) -> CredentialState {
-        let (status, output) = try run(service == nil ? .query : .serviceQuery, fields: service?.fields ?? [])
+        guard service == nil else { throw .unsafe(path: path, reason: "a service caller's state is part of its login") }
+        let (status, output) = try run(.query, fields: [])
         return try HelperReport.state(status: status, output: output, helper: path)
     }
 
-    /// One attempt with `secret`. `counted` is the failure the helper counted for a service
-    /// caller (which its `authsucc` line may take back); a caller's own helper keeps it.
-    public func verify(_ secret: borrowing SecureBytes,
-                       counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
-        counted = nil
-        guard let service else {
-            let (status, output) = try secret.withBytes { bytes throws(StoreError) in
-                try HelperProcess(path: path).run(.verify, input: [bytes])
-            }
-            return try HelperReport.outcome(status: status, output: output, helper: path)
-        }
+    /// One attempt with `secret`, for the caller's own account (a service caller's attempt
+    /// goes through its `login()`).
+    public func verify(_ secret: borrowing SecureBytes) throws(StoreError) -> Authenticator.Outcome {
+        guard service == nil else { throw .unsafe(path: path, reason: "a service caller's attempt is part of its login") }
         let (status, output) = try secret.withBytes { bytes throws(StoreError) in
-            try run(.serviceVerify, fields: service.fields + service.originFields, frames: [bytes])
+            try HelperProcess(path: path).run(.verify, input: [bytes])
         }
+        return try HelperReport.outcome(status: status, output: output, helper: path)
+    }
+
+    /// A service call's answer to an attempt: the report, then the failure it counted, if any.
+    static func serviceOutcome(status: Int32, output: [UInt8]?, helper path: String,
+                               counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
+        counted = nil
         // A failed helper says so by its status alone.
         guard status == HelperExit.success || status == HelperExit.refused else { throw HelperReport.failed(status, path) }
         // The answer: the report, then the failure it counted, if any.
@@ -87,6 +89,49 @@ public struct HelperClient: Sendable {
             counted = failure
         }
         return outcome
+    }
+
+    /// A service caller's whole login in one helper run (`service-login`): the state before the
+    /// prompt now, the attempt (if any) later, through the same process, so the helper opens at
+    /// most one directory connection and waits at most once for a directory out of reach.
+    public func login() throws(StoreError) -> ServiceLogin {
+        guard let service else { throw .unsafe(path: path, reason: "a service login is for a service caller") }
+        let running = try HelperProcess(path: path).start(.serviceLogin)
+        let request = FrameText.encode(service.fields + service.originFields)
+        try Self.withBytes(of: request) { bytes throws(StoreError) in try running.send([bytes]) }
+        let frame: [UInt8]
+        do throws(StoreError) {
+            frame = try running.readFrame(limit: HelperReport.maximumSize)
+        } catch {
+            // A helper that failed before answering says so by its status.
+            let (status, _) = try running.finish()
+            throw status == HelperExit.success ? error : HelperReport.failed(status, path)
+        }
+        return ServiceLogin(running: running, path: path,
+                            state: try HelperReport.state(status: HelperExit.success, output: frame, helper: path))
+    }
+
+    /// A service login in progress: the state the helper read before the prompt, and the one
+    /// attempt. Dropped without an attempt, the helper sees its input end and counts nothing.
+    public final class ServiceLogin {
+        private let running: HelperProcess.Running
+        private let path: String
+        /// The state before the prompt.
+        public let state: CredentialState
+
+        init(running: HelperProcess.Running, path: String, state: CredentialState) {
+            (self.running, self.path, self.state) = (running, path, state)
+        }
+
+        /// The attempt with `secret`; `counted` is the failure it counted, if any.
+        public func verify(_ secret: borrowing SecureBytes,
+                           counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
+            let line = FrameText.lengthLine(secret.count)
+            try HelperClient.withBytes(of: line) { bytes throws(StoreError) in try running.send([bytes]) }
+            try secret.withBytes { bytes throws(StoreError) in try running.send([bytes]) }
+            let (status, output) = try running.finish()
+            return try HelperClient.serviceOutcome(status: status, output: output, helper: path, counted: &counted)
+        }
     }
 
     /// Takes back a failure `verify` counted for the service's user; `false` when there was
@@ -128,7 +173,7 @@ public struct HelperClient: Sendable {
 
     /// `body` with `array`'s bytes. Array's closure methods rethrow untyped errors, so the
     /// typed call is caught inside.
-    private static func withBytes<Result>(of array: [UInt8], _ body: (UnsafeRawBufferPointer) throws(StoreError) -> Result)
+    static func withBytes<Result>(of array: [UInt8], _ body: (UnsafeRawBufferPointer) throws(StoreError) -> Result)
         throws(StoreError) -> Result {
         let ran = array.withUnsafeBytes { bytes -> Swift.Result<Result, StoreError> in
             do throws(StoreError) {

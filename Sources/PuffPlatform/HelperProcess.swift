@@ -31,36 +31,127 @@ public struct HelperProcess: Sendable {
     /// its real uid is not (su or sudo run by a user).
     public func run(_ operation: HelperOperation, input: [UnsafeRawBufferPointer])
         throws(StoreError) -> (status: Int32, output: [UInt8]?) {
-        if operation.isService { try checkOwnedByRoot() }
-        var toChild: [Int32] = [-1, -1]
-        var fromChild: [Int32] = [-1, -1]
-        // Socket pairs both ways: MSG_NOSIGNAL needs a socket, and Glibc's module does not
-        // import pipe2.
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &toChild) == 0 else {
-            throw failure("socketpair")
-        }
-        defer { toChild.forEach { if $0 >= 0 { close($0) } } }
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fromChild) == 0 else {
-            throw failure("socketpair")
-        }
-        defer { fromChild.forEach { if $0 >= 0 { close($0) } } }
-
-        let child = try spawn(operation.rawValue, stdin: toChild[1], stdout: fromChild[1],
-                              asRoot: operation.isService && getuid() != 0)
-        close(toChild[1]); toChild[1] = -1
-        close(fromChild[1]); fromChild[1] = -1
-
+        let running = try start(operation)
         var sendError: StoreError?
         do throws(StoreError) {
-            for buffer in input { try send(buffer, to: toChild[0]) }
+            try running.send(input)
         } catch {
             sendError = error
         }
-        shutdown(toChild[0], Int32(SHUT_WR))
-        let output = readOutput(fromChild[0])
-        let status = try wait(child)
+        let (status, output) = try running.finish()
         if let sendError, status == 0 { throw sendError }
         return (status, output)
+    }
+
+    /// Starts `puff-check operation` with a socket on each of its stdin and stdout, for a
+    /// conversation of several rounds (a service login: the state, then, after the prompt, the
+    /// attempt). A service call runs only a helper that is root's own, with real uid root when
+    /// only this process's effective uid is.
+    public func start(_ operation: HelperOperation) throws(StoreError) -> Running {
+        if operation.isService { try checkOwnedByRoot() }
+        // Socket pairs both ways: MSG_NOSIGNAL needs a socket, and Glibc's module does not
+        // import pipe2.
+        let toChild: (Int32, Int32), fromChild: (Int32, Int32)
+        do throws(Errno) {
+            toChild = try ChildProcess.socketPair()
+        } catch {
+            throw .system("socketpair", path: path, error)
+        }
+        do throws(Errno) {
+            fromChild = try ChildProcess.socketPair()
+        } catch {
+            close(toChild.0)
+            close(toChild.1)
+            throw .system("socketpair", path: path, error)
+        }
+        let child: pid_t
+        do throws(StoreError) {
+            child = try spawn(operation.rawValue, stdin: toChild.1, stdout: fromChild.1,
+                              asRoot: operation.isService && getuid() != 0)
+        } catch {
+            [toChild.0, toChild.1, fromChild.0, fromChild.1].forEach { close($0) }
+            throw error
+        }
+        close(toChild.1)
+        close(fromChild.1)
+        return Running(path: path, child: child, input: toChild.0, output: fromChild.0)
+    }
+
+    /// A started helper: its input and output sockets and its pid. Dropped before `finish`, it
+    /// closes the helper's input (the helper then ends without doing anything more) and reaps it.
+    public final class Running {
+        let path: String
+        let child: pid_t
+        private var input: Int32
+        private var output: Int32
+        private var reaped = false
+
+        init(path: String, child: pid_t, input: Int32, output: Int32) {
+            (self.path, self.child, self.input, self.output) = (path, child, input, output)
+        }
+
+        deinit {
+            if input >= 0 { close(input) }
+            if output >= 0 { close(output) }
+            if !reaped { _ = try? ChildProcess.wait(child) }
+        }
+
+        /// Sends the buffers of `input` one after the other on the helper's stdin.
+        public func send(_ buffers: [UnsafeRawBufferPointer]) throws(StoreError) {
+            for bytes in buffers {
+                do throws(Errno) {
+                    try FileDescriptor.sendAll(input, bytes)
+                } catch {
+                    throw .system("send", path: path, error)
+                }
+            }
+        }
+
+        /// One frame of the helper's answer (`FrameText`: a length line, then at most `limit` bytes).
+        public func readFrame(limit: Int) throws(StoreError) -> [UInt8] {
+            func malformed() -> StoreError { .unsafe(path: path, reason: "the helper's answer is malformed") }
+            var length = 0
+            for index in 0..<11 {
+                var byte: UInt8 = 0
+                let got = withUnsafeMutableBytes(of: &byte) { buffer in try? FileDescriptor.read(output, into: buffer) }
+                guard got == 1 else { throw malformed() }
+                if byte == UInt8(ascii: "\n"), index > 0 { break }
+                guard byte >= 0x30, byte <= 0x39, index < 10 else { throw malformed() }
+                length = length * 10 + Int(byte - 0x30)
+                guard length <= limit else { throw malformed() }
+            }
+            var frame = [UInt8](repeating: 0, count: length)
+            let got = frame.withUnsafeMutableBytes { buffer in try? FileDescriptor.read(output, into: buffer) }
+            guard got == length else { throw malformed() }
+            return frame
+        }
+
+        /// Closes the helper's stdin, reads the rest of its stdout and waits for it: its exit
+        /// status and that output (`nil` when longer than a report can be). A helper killed by a
+        /// signal, or one this process cannot wait for, throws.
+        public func finish() throws(StoreError) -> (status: Int32, output: [UInt8]?) {
+            shutdown(input, Int32(SHUT_WR))
+            let rest = readOutput()
+            reaped = true
+            let status: Int32
+            do throws(Errno) {
+                status = try ChildProcess.wait(child)
+            } catch {
+                throw .system("waitpid", path: path, error)
+            }
+            // WIFEXITED / WEXITSTATUS, spelled out (they are C macros).
+            guard status & 0x7f == 0 else { throw .unsafe(path: path, reason: "the helper was killed by signal \(status & 0x7f)") }
+            return ((status >> 8) & 0xff, rest)
+        }
+
+        /// The child's stdout up to EOF; `nil` when it is longer than a report can be.
+        private func readOutput() -> [UInt8]? {
+            var bytes = [UInt8](repeating: 0, count: HelperProcess.maximumOutput + 1)
+            // Array's closure methods rethrow untyped errors, so the typed read is caught inside.
+            let count = bytes.withUnsafeMutableBytes { buffer in try? FileDescriptor.read(output, into: buffer) }
+            guard let count, count <= HelperProcess.maximumOutput else { return nil }
+            return Array(bytes.prefix(count))
+        }
     }
 
     /// Root runs the helper only when it is a regular file owned by root with one link, not
@@ -71,16 +162,6 @@ public struct HelperProcess: Sendable {
         guard let (directory, name) = try StoreSession().parent(of: path) else { throw .system("open", path: path, .noEntry) }
         let helper = try directory.trusted.openFile(name, .rootWritable(maximumSize: Int.max))
         guard helper != nil else { throw .system("open", path: path, .noEntry) }
-    }
-
-    private func send(_ bytes: UnsafeRawBufferPointer, to socket: Int32) throws(StoreError) {
-        var done = 0
-        while done < bytes.count, let base = bytes.baseAddress {
-            let sent = Glibc.send(socket, base + done, bytes.count - done, Int32(MSG_NOSIGNAL))
-            if sent < 0 && errno == EINTR { continue }
-            guard sent > 0 else { throw failure("send") }
-            done += sent
-        }
     }
 
     private func failure(_ operation: String, _ error: Int32 = errno) -> StoreError {
@@ -141,26 +222,5 @@ public struct HelperProcess: Sendable {
             }
         }
         return try ran.get()
-    }
-
-    /// The child's stdout up to EOF; `nil` when it is longer than a report can be.
-    private func readOutput(_ descriptor: Int32) -> [UInt8]? {
-        var bytes = [UInt8](repeating: 0, count: Self.maximumOutput + 1)
-        // Array's closure methods rethrow untyped errors, so the typed read is caught inside.
-        let count = bytes.withUnsafeMutableBytes { buffer in try? FileDescriptor.read(descriptor, into: buffer) }
-        guard let count, count <= Self.maximumOutput else { return nil }
-        return Array(bytes.prefix(count))
-    }
-
-    /// The child's exit status; a signal or a lost child (a host that reaps every child
-    /// itself) throws.
-    private func wait(_ child: pid_t) throws(StoreError) -> Int32 {
-        var status: Int32 = 0
-        while waitpid(child, &status, 0) < 0 {
-            guard errno == EINTR else { throw failure("waitpid") }
-        }
-        // WIFEXITED / WEXITSTATUS, spelled out (they are C macros).
-        guard status & 0x7f == 0 else { throw .unsafe(path: path, reason: "the helper was killed by signal \(status & 0x7f)") }
-        return (status >> 8) & 0xff
     }
 }

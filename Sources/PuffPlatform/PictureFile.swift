@@ -26,11 +26,9 @@ public enum PictureFile {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let got = Glibc.read(fd, &chunk, chunk.count)
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw ReadError(description: "cannot read \(path)")
-            }
+            // Array's closure methods rethrow untyped errors, so the typed read is caught inside.
+            let read = chunk.withUnsafeMutableBytes { buffer in try? retryingOnInterrupt { Glibc.read(fd, buffer.baseAddress, buffer.count) } }
+            guard let got = read else { throw ReadError(description: "cannot read \(path)") }
             if got == 0 { break }
             bytes += chunk[0..<got]
             // The file may grow after fstat.

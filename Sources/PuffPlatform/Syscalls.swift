@@ -2,6 +2,17 @@
 // typed `Errno`, and sets O_CLOEXEC (CVE-2019-12210 leaked a descriptor into children).
 import Glibc
 
+/// The one EINTR loop: runs `call` again while it fails with EINTR; any other failure (-1)
+/// throws its errno. Every interruptible call below goes through it.
+@inline(__always)
+func retryingOnInterrupt<Result: BinaryInteger>(_ call: () -> Result) throws(Errno) -> Result {
+    while true {
+        let result = call()
+        if result != -1 { return result }
+        if errno != EINTR { throw Errno.current }
+    }
+}
+
 /// An owned file descriptor, closed exactly once when it goes out of scope.
 public struct FileDescriptor: ~Copyable {
     /// The raw descriptor.
@@ -31,12 +42,10 @@ public struct FileDescriptor: ~Copyable {
             if filled == bytes.count {
                 bytes.append(contentsOf: repeatElement(0, count: min(bytes.count, limit + 1 - bytes.count)))
             }
-            let got = bytes.withUnsafeMutableBytes { buffer in
-                Glibc.read(rawValue, buffer.baseAddress.map { $0 + filled }, buffer.count - filled)
-            }
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw Errno.current
+            let got = try retryingOnInterrupt {
+                bytes.withUnsafeMutableBytes { buffer in
+                    Glibc.read(rawValue, buffer.baseAddress.map { $0 + filled }, buffer.count - filled)
+                }
             }
             if got == 0 { break }
             filled += got
@@ -55,11 +64,7 @@ public struct FileDescriptor: ~Copyable {
     public static func read(_ rawValue: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
         var filled = 0
         while filled < buffer.count, let base = buffer.baseAddress {
-            let got = Glibc.read(rawValue, base + filled, buffer.count - filled)
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw Errno.current
-            }
+            let got = try retryingOnInterrupt { Glibc.read(rawValue, base + filled, buffer.count - filled) }
             if got == 0 { break }
             filled += got
         }
@@ -68,15 +73,28 @@ public struct FileDescriptor: ~Copyable {
 
     /// `write(2)` until every byte is written.
     public func writeAll(_ bytes: UnsafeRawBufferPointer) throws(Errno) {
+        try Self.writeAll(rawValue, bytes)
+    }
+
+    /// `write(2)` until every byte is written, on a raw descriptor the caller keeps open
+    /// (the helper's standard output).
+    public static func writeAll(_ rawValue: Int32, _ bytes: UnsafeRawBufferPointer) throws(Errno) {
         var done = 0
         while done < bytes.count, let base = bytes.baseAddress {
-            let wrote = write(rawValue, base + done, bytes.count - done)
-            if wrote < 0 {
-                if errno == EINTR { continue }
-                throw Errno.current
-            }
+            let wrote = try retryingOnInterrupt { write(rawValue, base + done, bytes.count - done) }
             if wrote == 0 { throw Errno(EIO) }
             done += wrote
+        }
+    }
+
+    /// `send(2)` with `MSG_NOSIGNAL` until every byte is sent, on a socket the caller keeps
+    /// open: a peer that is gone gives EPIPE, never a SIGPIPE that would kill the host.
+    public static func sendAll(_ socket: Int32, _ bytes: UnsafeRawBufferPointer) throws(Errno) {
+        var done = 0
+        while done < bytes.count, let base = bytes.baseAddress {
+            let sent = try retryingOnInterrupt { Glibc.send(socket, base + done, bytes.count - done, Int32(MSG_NOSIGNAL)) }
+            if sent == 0 { throw Errno(EIO) }
+            done += sent
         }
     }
 
@@ -89,11 +107,7 @@ public struct FileDescriptor: ~Copyable {
     public static func writeAll(_ rawValue: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(Errno) {
         var done = 0
         while done < bytes.count, let base = bytes.baseAddress {
-            let wrote = pwrite(rawValue, base + done, bytes.count - done, off_t(offset + done))
-            if wrote < 0 {
-                if errno == EINTR { continue }
-                throw Errno.current
-            }
+            let wrote = try retryingOnInterrupt { pwrite(rawValue, base + done, bytes.count - done, off_t(offset + done)) }
             if wrote == 0 { throw Errno(EIO) }
             done += wrote
         }
@@ -104,12 +118,10 @@ public struct FileDescriptor: ~Copyable {
         var bytes = [UInt8](repeating: 0, count: limit)
         var filled = 0
         while filled < limit {
-            let got = bytes.withUnsafeMutableBytes { buffer in
-                pread(rawValue, buffer.baseAddress.map { $0 + filled }, limit - filled, off_t(filled))
-            }
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw Errno.current
+            let got = try retryingOnInterrupt {
+                bytes.withUnsafeMutableBytes { buffer in
+                    pread(rawValue, buffer.baseAddress.map { $0 + filled }, limit - filled, off_t(filled))
+                }
             }
             if got == 0 { break }
             filled += got
@@ -125,9 +137,7 @@ public struct FileDescriptor: ~Copyable {
 
     /// `fsync(2)` on a raw descriptor the caller keeps open.
     public static func sync(_ rawValue: Int32) throws(Errno) {
-        while fsync(rawValue) != 0 {
-            if errno != EINTR { throw Errno.current }
-        }
+        _ = try retryingOnInterrupt { fsync(rawValue) }
     }
 
     /// `fchmod(2)`.
@@ -138,17 +148,19 @@ public struct FileDescriptor: ~Copyable {
     /// `flock(2)` with `LOCK_NB`: `true` when the lock was taken, `false` when another
     /// holder has it.
     public func tryLock(exclusive: Bool) throws(Errno) -> Bool {
-        while flock(rawValue, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0 {
-            if errno == EWOULDBLOCK { return false }
-            if errno != EINTR { throw Errno.current }
+        do throws(Errno) {
+            _ = try retryingOnInterrupt { flock(rawValue, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) }
+            return true
+        } catch {
+            if error.rawValue == EWOULDBLOCK { return false }
+            throw error
         }
-        return true
     }
 
     /// `flock(2)` with `LOCK_UN`. A lock on a descriptor that stays open (a directory a
     /// `StoreSession` holds) lasts until this call, not until its user returns.
     public func unlock() {
-        while flock(rawValue, LOCK_UN) != 0 && errno == EINTR {}
+        _ = try? retryingOnInterrupt { flock(rawValue, LOCK_UN) }
     }
 
     /// Takes `flock(2)`, polling until `seconds` have passed; a bounded wait so one stuck
@@ -166,11 +178,7 @@ public struct FileDescriptor: ~Copyable {
 
     /// `openat(2)` relative to this directory, always with `O_CLOEXEC`, retrying on EINTR.
     public func open(_ name: String, _ flags: Int32, mode: mode_t = 0) throws(Errno) -> FileDescriptor {
-        while true {
-            let fd = openat(rawValue, name, flags | O_CLOEXEC, mode)
-            if fd >= 0 { return FileDescriptor(taking: fd) }
-            if errno != EINTR { throw Errno.current }
-        }
+        FileDescriptor(taking: try retryingOnInterrupt { openat(rawValue, name, flags | O_CLOEXEC, mode) })
     }
 
     /// An unnamed file in this directory (`openat(2)` with `O_TMPFILE`): if the process dies
@@ -238,20 +246,12 @@ public struct FileDescriptor: ~Copyable {
 
     /// `open(2)` of a path the caller chose (an administrator's input file), with `O_CLOEXEC`.
     public static func open(path: String, _ flags: Int32) throws(Errno) -> FileDescriptor {
-        while true {
-            let fd = Glibc.open(path, flags | O_CLOEXEC)
-            if fd >= 0 { return FileDescriptor(taking: fd) }
-            if errno != EINTR { throw Errno.current }
-        }
+        FileDescriptor(taking: try retryingOnInterrupt { Glibc.open(path, flags | O_CLOEXEC) })
     }
 
     /// Opens `/`, the root of every trusted walk.
     public static func openRoot() throws(Errno) -> FileDescriptor {
-        while true {
-            let fd = Glibc.open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            if fd >= 0 { return FileDescriptor(taking: fd) }
-            if errno != EINTR { throw Errno.current }
-        }
+        FileDescriptor(taking: try retryingOnInterrupt { Glibc.open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC) })
     }
 }
 
@@ -276,5 +276,24 @@ public enum Clock {
         var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
         var remaining = timespec()
         while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+}
+
+/// Child processes (the helper, started by the module and `puff-enroll`).
+public enum ChildProcess {
+    /// `waitpid(2)` for `child`: its raw wait status.
+    public static func wait(_ child: pid_t) throws(Errno) -> Int32 {
+        var status: Int32 = 0
+        _ = try retryingOnInterrupt { waitpid(child, &status, 0) }
+        return status
+    }
+
+    /// `socketpair(2)` of Unix stream sockets with `SOCK_CLOEXEC`.
+    public static func socketPair() throws(Errno) -> (Int32, Int32) {
+        var ends: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            throw Errno.current
+        }
+        return (ends[0], ends[1])
     }
 }

@@ -40,7 +40,7 @@ enum Helper {
                 return try Enrollment.run(operation, store, subject, account)
             case .remove:
                 return try Enrollment.remove(store, subject, account)
-            case .serviceQuery, .serviceVerify, .serviceTakeBack:
+            case .serviceQuery, .serviceVerify, .serviceLogin, .serviceTakeBack:
                 return HelperExit.usage  // Service.run, above
             }
         } catch {
@@ -65,24 +65,13 @@ enum Helper {
         // as root). Every other wrong answer stays counted, so this is no extra guess.
         if case .failure = outcome, let counted, kind == "passcode",
            SystemPassword.verify(user: account.name.value, proof: secret), try store.takeBack(counted) {
-            HelperLog.write(LOG_INFO, "user \(account.name): the system password was typed at Puff's prompt; "
-                            + "Puff's failure taken back")
+            HelperLog.write(LOG_INFO, Authenticator.CountedFailure.takenBackLine(user: account.name.value))
             // Still a refusal, with the counter as the take-back left it.
             let after = try store.subject(of: account).state
             let report = HelperReport(.failure(failures: after.failures, lock: after.lock), before: after)
             return write(report) ? HelperExit.refused : HelperExit.failure
         }
-        switch outcome {
-        case .success:
-            HelperLog.write(LOG_INFO, "user \(account.name): \(kind) accepted")
-        case .failure(let failures, _, let detail):
-            HelperLog.write(LOG_NOTICE, "user \(account.name): authentication failure (\(failures) in a row)"
-                            + (detail.isEmpty ? "" : "; " + detail))
-        case .passcodeRequired:
-            HelperLog.write(LOG_NOTICE, "user \(account.name): gesture refused unread, passcode required")
-        case .locked, .notEnrolled:
-            break
-        }
+        if let line = outcome.logLine(user: account.name.value, kind: kind) { HelperLog.write(line.priority, line.text) }
         let report = HelperReport(outcome, before: before)
         guard write(report) else { return HelperExit.failure }
         return report.exitStatus
@@ -95,16 +84,7 @@ enum Helper {
 
     /// Writes `bytes` to standard output.
     static func write(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { buffer -> Bool in
-            var done = 0
-            while done < buffer.count, let base = buffer.baseAddress {
-                let wrote = Glibc.write(1, base + done, buffer.count - done)
-                if wrote < 0 && errno == EINTR { continue }
-                guard wrote > 0 else { return false }
-                done += wrote
-            }
-            return true
-        }
+        bytes.withUnsafeBytes { buffer in (try? FileDescriptor.writeAll(1, buffer)) != nil }
     }
 
     /// Standard input into wiped memory: non-empty and at most `maximumSecretLength` bytes.

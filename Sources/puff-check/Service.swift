@@ -51,14 +51,25 @@ enum Service {
             case .serviceVerify:
                 guard let origin = try? readOrigin(), let secret = try? FrameReader.secret(limit: Helper.maximumSecretLength),
                       (try? FrameReader.end()) != nil else { return malformed() }
-                return try verify(secret, store, request, origin: origin, user: user)
+                return try verify(secret, store, try store.subject(for: request.user), origin: origin, user: user)
+            case .serviceLogin:
+                // The whole login in this one run: one directory connection (the store's), one
+                // wait at most for a directory out of reach.
+                guard let origin = try? readOrigin() else { return malformed() }
+                let subject = try store.subject(for: request.user)
+                guard Helper.write(FrameText.encode([HelperReport(subject.state).encoded()])) else { return HelperExit.failure }
+                // The module's prompt runs now. No secret (the input ends: not enrolled with
+                // nullok, locked, an empty reply): nothing is counted.
+                guard let secret = try? FrameReader.secret(limit: Helper.maximumSecretLength),
+                      (try? FrameReader.end()) != nil else { return HelperExit.usage }
+                return try verify(secret, store, subject, origin: origin, user: user)
             case .serviceTakeBack:
                 guard let fields = try? readFailure(), let failure = Authenticator.CountedFailure(serviceFields: fields) else {
                     return malformed()
                 }
                 let taken = try store.takeBack(failure)
                 if taken {
-                    HelperLog.write(LOG_INFO, "user \(user): the system password was typed at Puff's prompt; Puff's failure taken back")
+                    HelperLog.write(LOG_INFO, Authenticator.CountedFailure.takenBackLine(user: user))
                 }
                 return taken ? HelperExit.success : HelperExit.refused
             case .query, .verify, .enrollPasscode, .enrollGesture, .remove:
@@ -72,15 +83,13 @@ enum Service {
 
     /// One attempt; the answer is the report, then the failure it counted, if any (for the
     /// module's `authsucc` line and its failure history).
-    private static func verify(_ secret: borrowing SecureBytes, _ store: Store, _ request: Request,
+    private static func verify(_ secret: borrowing SecureBytes, _ store: Store, _ subject: Authenticator.Subject,
                                origin: [String], user: String) throws(StoreError) -> Int32 {
-        let subject = try store.subject(for: request.user)
         let before = subject.state
         var counted: Authenticator.CountedFailure?
         let outcome = try store.attempt(secret, for: subject, counted: &counted)
-        if case .failure(let failures, _, let detail) = outcome {
-            HelperLog.write(LOG_NOTICE, "user \(user): authentication failure (\(failures) in a row)"
-                            + (detail.isEmpty ? "" : "; " + detail))
+        if case .failure = outcome, let line = outcome.logLine(user: user, kind: secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode") {
+            HelperLog.write(line.priority, line.text)
         }
         // The failure history (`puff-enroll status --user`), written here and not by the module,
         // whose process the user may be able to stop (su run by them) while it held the lock.

@@ -10,6 +10,8 @@
 //   puff-check enroll-passcode  a proof, then a new passcode (framed request, Enrollment.swift)
 //   puff-check enroll-gesture   a proof, then a new gesture and its picture (framed request)
 //   puff-check remove           a proof, then the caller's enrollment is removed (framed request)
+//   puff-check service-*        for a caller whose real uid is root only (the module as root in
+//                               fleet mode or under su/sudo run by a user): Service.swift
 //
 // Exit (HelperExit in PuffCore): 0 verified, stored or state reported; 1 refused, with a
 // report; 2 usage; 3 failed closed (store, configuration, setup), no report; 4 a change

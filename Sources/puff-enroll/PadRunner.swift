@@ -96,13 +96,7 @@ enum ToolRunner {
             // A tool that exits early must not kill puff-enroll with SIGPIPE: the write fails
             // with EPIPE instead, and the tool's exit status tells what happened.
             let previous = signal(SIGPIPE, SIG_IGN)
-            var offset = 0
-            while offset < bytes.count, let base = bytes.baseAddress {
-                let wrote = write(feed[1], base + offset, bytes.count - offset)
-                if wrote < 0 && errno == EINTR { continue }
-                if wrote <= 0 { break }
-                offset += wrote
-            }
+            _ = try? FileDescriptor.writeAll(feed[1], bytes)
             close(feed[1])
             feed[1] = -1
             signal(SIGPIPE, previous)
@@ -110,18 +104,10 @@ enum ToolRunner {
 
         let capacity = readOutput ? Terminal.maximumLine + 1 : 0
         var buffer = try SecureBytes(count: capacity)
-        var length = 0
-        while length < capacity {
-            let got = buffer.withMutableBytes { bytes in read(output[0], bytes.baseAddress.map { $0 + length }, capacity - length) }
-            if got < 0 && errno == EINTR { continue }
-            if got <= 0 { break }
-            length += got
-        }
+        var length = buffer.withMutableBytes { bytes in (try? FileDescriptor.read(output[0], into: bytes)) ?? 0 }
         closeAll()
         if length > 0 && buffer.withBytes({ $0[length - 1] }) == UInt8(ascii: "\n") { length -= 1 }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        guard status & 0x7F == 0 else { throw Failure(ExitCodes.refused, "\(tool) was killed") }
+        guard let status = try? ChildProcess.wait(pid), status & 0x7F == 0 else { throw Failure(ExitCodes.refused, "\(tool) was killed") }
         return Result(status: (status >> 8) & 0xFF, line: try buffer.prefix(length))
     }
 }

@@ -54,11 +54,8 @@ enum Terminal {
         while !ended {
             guard length < maximumLine else { throw Failure(ExitCodes.refused, "the passcode is too long") }
             var byte: UInt8 = 0
-            let got = read(fd, &byte, 1)
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw Failure(ExitCodes.storeFailure, "cannot read the passcode")
-            }
+            guard let got = try? withUnsafeMutableBytes(of: &byte, { buffer throws(Errno) in try FileDescriptor.read(fd, into: buffer) })
+            else { throw Failure(ExitCodes.storeFailure, "cannot read the passcode") }
             if got == 0 || byte == UInt8(ascii: "\n") { ended = true; continue }
             if terminal && (byte == 0x03 || byte == 0x04) { return .cancelled }
             buffer.withMutableBytes { $0[length] = byte }

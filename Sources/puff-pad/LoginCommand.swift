@@ -295,8 +295,7 @@ final class LoginConversation {
         let secret = SecretBuffer(capacity: 4096)
         while true {
             var byte: UInt8 = 0
-            let got = read(tty, &byte, 1)
-            if got < 0 && errno == EINTR { continue }
+            let got = (try? withUnsafeMutableBytes(of: &byte) { buffer throws(Errno) in try FileDescriptor.read(tty, into: buffer) }) ?? -1
             if got <= 0 { stopped = .cancelled; return nil }
             if byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") { break }
             guard secret.append(byte) else { break }

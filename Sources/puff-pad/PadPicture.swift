@@ -89,8 +89,7 @@ final class PadPicture {
                 free(buffer)
             }
         }
-        var status: Int32 = 0
-        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+        let status = (try? ChildProcess.wait(child)) ?? -1
         guard let pixels else { throw LoadError(description: "\(path): the picture cannot be decoded") }
         guard status == 0 else {
             free(pixels)
@@ -100,25 +99,11 @@ final class PadPicture {
     }
 
     private static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Bool {
-        var done = 0
-        while done < buffer.count, let base = buffer.baseAddress {
-            let wrote = Glibc.write(fd, base + done, buffer.count - done)
-            if wrote < 0 && errno == EINTR { continue }
-            guard wrote > 0 else { return false }
-            done += wrote
-        }
-        return true
+        (try? FileDescriptor.writeAll(fd, buffer)) != nil
     }
 
     private static func readAll(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Bool {
-        var done = 0
-        while done < buffer.count, let base = buffer.baseAddress {
-            let got = Glibc.read(fd, base + done, buffer.count - done)
-            if got < 0 && errno == EINTR { continue }
-            guard got > 0 else { return false }
-            done += got
-        }
-        return true
+        (try? FileDescriptor.read(fd, into: buffer)) == buffer.count
     }
 
     deinit { stbi_image_free(pixels) }

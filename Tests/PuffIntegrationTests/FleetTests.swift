@@ -183,6 +183,50 @@ struct FleetTests {
         #expect(try host1.authenticate(user, replies: ["135790"]).status == PAMCode.authError)
     }
 
+    /// Issue 22, item 7a: the right passcode on two hosts at the same moment (both log in, no
+    /// failure happens) leaves the fleet's count at 0. Before, the settle cleared only when the
+    /// count was at least the attempt's own number: the first success wrote 1 over 2, the
+    /// second found 1 and wrote nothing (1 in 14 of 16 rounds).
+    @Test func simultaneousSuccessesOnTwoHostsLeaveNoFailure() throws {
+        let fleet = try Fleet(user: "puff-it-fleet-g")
+        let (directory, host1, host2, user) = (fleet.directory, fleet.host1, fleet.host2, fleet.user)
+        var left: [Int] = []
+        for _ in 0..<16 {
+            let codes = Self.parallel([host1, host2], user: user, ["135790", "135790"])
+            #expect(codes == [PAMCode.success, PAMCode.success], "\(codes)")
+            left.append(try directory.failures(user) ?? -1)
+        }
+        #expect(left == [Int](repeating: 0, count: 16), "puffFailures after each round: \(left)")
+    }
+
+    /// Issue 22, item 7b: with `ldap_cache_ttl` set and the directory hung (slapd stopped with
+    /// SIGSTOP: connections are accepted, nothing is answered), one login opens one connection
+    /// and waits at most one `ldap_timeout` before the cached copy is used. Before, the query
+    /// and the attempt (two helper runs, and two reads in the second) each waited the full
+    /// timeout: three times as long.
+    @Test func aHungDirectoryCostsALoginOneTimeout() throws {
+        let fleet = try Fleet(user: "puff-it-fleet-h", extra: "ldap_cache_ttl = 1d\nldap_timeout = 3\n")
+        let (directory, host1, user) = (fleet.directory, fleet.host1, fleet.user)
+        #expect(try host1.authenticate(user, replies: ["135790"]).status == PAMCode.success)
+        let pid = try #require(Int32((try String(contentsOfFile: directory.root + "/slapd.pid", encoding: .utf8))
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(kill(pid, SIGSTOP) == 0)
+        defer { kill(pid, SIGCONT) }
+        for (reply, expected) in [("135790", PAMCode.success), ("000111", PAMCode.authError)] {
+            let started = Date()
+            let login = try host1.authenticate(user, replies: [reply])
+            let took = Date().timeIntervalSince(started)
+            #expect(login.status == expected, "\(reply): \(login.output)")
+            // One ldap_timeout (3 s) and the work; two would be 6 s.
+            #expect(took > 2.5 && took < 5, "\(reply): a login against the hung directory took \(took) s")
+            print("hung directory: \(reply == "135790" ? "right" : "wrong") passcode answered in \(Int(took * 1000)) ms (ldap_timeout = 3 s)")
+        }
+        kill(pid, SIGCONT)
+        // The offline failure reaches the directory at the next online login.
+        #expect(try host1.authenticate(user, replies: ["135790"]).status == PAMCode.success)
+        #expect(try directory.failures(user) == 0)
+    }
+
     @Test func aStoppedDirectoryFailsClosedAndLosesNothing() throws {
         let fleet = try Fleet(user: "puff-it-fleet-d", extra: "deny = 100\nmax_failures = 0\n")
         let (directory, host1, host2, user) = (fleet.directory, fleet.host1, fleet.host2, fleet.user)
