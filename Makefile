@@ -53,7 +53,7 @@ BUILD_DEFINES := -Xcc -DPUFF_VERSION='"$(VERSION)"' -Xcc -DPUFF_SBINDIR='"$(BIND
 DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
 	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl scdoc libaudit-dev \
 	slapd ldap-utils libldap2-dev \
-	libx11-dev libxi-dev libxrandr-dev libcairo2-dev fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils x11-xserver-utils
+	libx11-dev libxi-dev libxrandr-dev libcairo2-dev fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils x11-xserver-utils xinput
 # What `make deb` and `make deb-test` need besides DEBIAN_DEPS.
 DEB_DEPS    := debhelper fakeroot dpkg-dev lintian man-db
 ARCH        := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
