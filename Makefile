@@ -17,6 +17,9 @@ LIBDIR      ?= $(PREFIX)/lib/$(MULTIARCH)
 # Fleet mode's LDAP client (puff_ldap.c with libldap), loaded by the module and the helper only
 # when `backend = ldap` is set; `ldap_library` in puff.conf overrides the path.
 LDAP_LIBRARY := $(LIBDIR)/puff/puff-ldap.so
+# Tpm mode's TPM client (puff_tpm.c with libtss2), loaded by the helper only when the store's key
+# is sealed in the TPM; installed beside puff-ldap.so (`tpm_library` in puff.conf overrides it).
+TPM_LIBRARY := $(LIBDIR)/puff/puff-tpm.so
 SWIFT       ?= swift
 SWIFTC      ?= swiftc
 
@@ -38,7 +41,8 @@ EMBEDDED_TARGET := x86_64-unknown-linux-gnu
 EMBEDDED_LIBDIR := $(shell d=$$(dirname "$$(readlink -f "$$(command -v $(SWIFTC))")"); echo "$$d/../lib/swift/embedded/$(EMBEDDED_TARGET)")
 EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARGET) -wmo -Osize -lto=llvm-full -package-name Puff \
 	-Xfrontend -function-sections -Xfrontend -disable-all-autolinking -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM \
-	-I Sources/CAudit -I Sources/CPuffBuild/include -I Sources/CSpawn/include -I Sources/CModuleStart/include -I Sources/CHelperStart/include
+	-I Sources/CAudit -I Sources/CPuffBuild/include -I Sources/CSpawn/include -I Sources/CModuleStart/include -I Sources/CHelperStart/include \
+	-I Sources/CTPM/include
 EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -Xlinker --as-needed -Xlinker -lsodium -Xlinker -lpam -Xlinker -laudit -use-ld=lld -Xlinker --gc-sections \
 	-Xlinker --icf=safe -Xlinker -mllvm -Xlinker -enable-machine-outliner=always -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro -Xlinker --build-id
@@ -53,6 +57,7 @@ BUILD_DEFINES := -Xcc -DPUFF_VERSION='"$(VERSION)"' -Xcc -DPUFF_SBINDIR='"$(BIND
 DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
 	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl scdoc libaudit-dev \
 	slapd ldap-utils libldap2-dev \
+	libtss2-dev swtpm swtpm-tools tpm2-tools \
 	libx11-dev libxi-dev libxrandr-dev libcairo2-dev fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils x11-xserver-utils xinput
 # What `make deb` and `make deb-test` need besides DEBIAN_DEPS.
 DEB_DEPS    := debhelper fakeroot dpkg-dev lintian man-db
@@ -87,7 +92,7 @@ install-packages:
 		exit $$status; \
 	fi
 
-module: deps build/pam_puff.so build/puff-ldap.so
+module: deps build/pam_puff.so build/puff-ldap.so build/puff-tpm.so
 
 # The embedded compiler and linker flags, as a stamp that changes only when they do: every
 # embedded object depends on Glibc.o, so a change of flags rebuilds them all.
@@ -136,6 +141,20 @@ $(EMBEDDED)/CLDAP.o: Sources/CLDAP/puff_ldap_loader.c Sources/CLDAP/include/puff
 	mkdir -p $(EMBEDDED)
 	cc -O2 -fPIC -Wall -I Sources/CLDAP/include -c $< -o $@
 
+# Tpm mode's TPM client: the helper links only its loader (CTPM.o), which opens puff-tpm.so
+# when a sealed key is read; libtss2 is not in its DT_NEEDED. The module has no TPM code at all
+# (its PuffPlatform is compiled with -D PUFF_MODULE, below): libtss2 reads TSS2_LOGFILE from the
+# environment, which in su is the user's, so tpm mode goes through the helper.
+$(EMBEDDED)/CTPM.o: Sources/CTPM/puff_tpm_loader.c Sources/CTPM/include/puff_tpm.h
+	mkdir -p $(EMBEDDED)
+	cc -O2 -fPIC -Wall -I Sources/CTPM/include -c $< -o $@
+
+build/puff-tpm.so: Sources/CTPM/puff_tpm.c Sources/CTPM/include/puff_tpm.h
+	mkdir -p build
+	cc -O2 -fPIC -Wall -fvisibility=hidden -shared -I Sources/CTPM/include $< -o $@ \
+		-Wl,-Bsymbolic -Wl,-z,now -Wl,-z,relro -Wl,--as-needed -ltss2-esys -ltss2-tctildr -ltss2-rc
+	chmod 0644 $@
+
 ldap-library: deps build/puff-ldap.so
 
 build/puff-ldap.so: Sources/CLDAP/puff_ldap.c Sources/CLDAP/include/puff_ldap.h
@@ -150,7 +169,7 @@ $(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/sys
 	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/system_password.c -o $(EMBEDDED)/system_password.o
 	ld -r $(EMBEDDED)/start.o $(EMBEDDED)/system_password.o -o $@
 
-$(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h \
+$(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h Sources/CTPM/include/puff_tpm.h \
 		Sources/CSpawn/include/puff_spawn.h $(EMBEDDED)/PuffCore.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPlatform -emit-module -emit-module-path $(EMBEDDED)/PuffPlatform.swiftmodule \
 		-c $(PLATFORM_SOURCES) -o $@
@@ -167,10 +186,18 @@ $(EMBEDDED)/PuffFleet.o: $(FLEET_SOURCES) Sources/CLDAP/include/puff_ldap.h $(EM
 
 # NODELETE, kept from the full-runtime build (whose runtime could not be unloaded): pam_end's
 # dlclose leaves the module mapped, so a host that authenticates again does not load it again.
-build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
+# The module's own PuffPlatform: the same sources without the TPM client (-D PUFF_MODULE: tpm
+# mode goes through the helper, docs/protection-at-rest.md), so pam_puff.so has no TPM code.
+$(EMBEDDED)/module/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h \
+		Sources/CSpawn/include/puff_spawn.h $(EMBEDDED)/PuffCore.o
+	mkdir -p $(EMBEDDED)/module
+	$(SWIFTC) $(EMBEDDED_FLAGS) -D PUFF_MODULE -parse-as-library -module-name PuffPlatform -emit-module \
+		-emit-module-path $(EMBEDDED)/module/PuffPlatform.swiftmodule -c $(PLATFORM_SOURCES) -o $@
+
+build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/module/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
 		$(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
-	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPAM -emit-library -o $(EMBEDDED)/pam_puff.so \
-		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
+	$(SWIFTC) -I $(EMBEDDED)/module $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPAM -emit-library -o $(EMBEDDED)/pam_puff.so \
+		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/module/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
 		$(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o \
 		$(EMBEDDED_LINK) \
 		-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map -Xlinker -z -Xlinker nodelete
@@ -178,10 +205,10 @@ build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.m
 	install -m 0644 $(EMBEDDED)/pam_puff.so $@
 
 build/puff-check: $(HELPER_SOURCES) Sources/CPAM/shim.h $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/PuffFleet.o $(EMBEDDED)/CPuffBuild.o \
-		$(EMBEDDED)/HelperStart.o $(EMBEDDED)/CLDAP.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
+		$(EMBEDDED)/HelperStart.o $(EMBEDDED)/CLDAP.o $(EMBEDDED)/CTPM.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -I $(EMBEDDED)/fleet -I Sources/CLDAP/include -parse-as-library -module-name puff_check -o $(EMBEDDED)/puff-check \
 		$(HELPER_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/PuffFleet.o \
-		$(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o \
+		$(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o $(EMBEDDED)/CTPM.o \
 		$(EMBEDDED)/HelperStart.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o \
 		$(EMBEDDED_LINK) -Xlinker -pie
 	mkdir -p build
@@ -201,7 +228,7 @@ cli: deps
 # The setuid helper, Embedded Swift like the module (rules above): no Swift runtime to read
 # SWIFT_* variables or to load, and no RUNPATH (a setuid binary must not load libraries from a
 # toolchain path or from beside itself).
-helper: deps build/puff-check build/puff-ldap.so
+helper: deps build/puff-check build/puff-ldap.so build/puff-tpm.so
 
 build: module cli helper
 
@@ -242,7 +269,8 @@ test: module helper
 	cc -O2 -fno-builtin -Wall -o build/ceil-test Tests/Embedded/ceil-test.c -lm && build/ceil-test
 	$(SWIFT) build --build-tests
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_HELPER=$(CURDIR)/build/puff-check \
-		PUFF_LDAP_LIBRARY=$(CURDIR)/build/puff-ldap.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
+		PUFF_LDAP_LIBRARY=$(CURDIR)/build/puff-ldap.so PUFF_TPM_LIBRARY=$(CURDIR)/build/puff-tpm.so \
+		PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
 		$(HERMETIC) --label test --time-limit $(TEST_TIME_LIMIT) -- $(SWIFT) test --skip-build --disable-xctest
 
 demo: build
@@ -289,20 +317,28 @@ fuzz: deps
 # SIGKILL at every openat/flock/write/pwrite64/fsync/renameat of a login or an enrollment,
 # then random-time kill -9; checks that no file is torn, lost or rolled back.
 KILL_ITERATIONS ?= 1000
-killsweep: module
+# The same campaign in tpm mode (the host key in swtpm), smaller: every login spawns the helper.
+KILL_TPM_ITERATIONS ?= 200
+killsweep: module helper
 	$(SWIFT) build --product puff-pam-harness
 	$(SWIFT) build --product puff-enroll
 	KILL_ITERATIONS=$(KILL_ITERATIONS) PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
 		$(HERMETIC) --label killsweep -- bash scripts/killsweep.sh
+	KILL_ITERATIONS=$(KILL_TPM_ITERATIONS) PUFF_SWEEP_TPM=1 PUFF_MODULE=$(CURDIR)/build/pam_puff.so \
+		PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label killsweep-tpm -- bash scripts/killsweep.sh
 
 # ENOSPC/EIO/EACCES injected into one system call at a time: never a success, nothing lost.
 # FAULT_ITERATIONS bounds the runs (empty: all of them).
 FAULT_ITERATIONS ?=
-faults: module
+# The same in tpm mode (the host key in swtpm; also connect/sendto/recvfrom to the TPM).
+FAULT_TPM_ITERATIONS ?= 300
+faults: module helper
 	$(SWIFT) build --product puff-pam-harness
 	$(SWIFT) build --product puff-enroll
 	FAULT_ITERATIONS=$(FAULT_ITERATIONS) PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
 		$(HERMETIC) --label faults -- bash scripts/faults.sh
+	FAULT_ITERATIONS=$(FAULT_TPM_ITERATIONS) PUFF_SWEEP_TPM=1 PUFF_MODULE=$(CURDIR)/build/pam_puff.so \
+		PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label faults-tpm -- bash scripts/faults.sh
 
 # memcheck over pamtester and the threaded harness loading build/pam_puff.so (scripts/valgrind.sh).
 valgrind: module
@@ -335,6 +371,7 @@ install-files:
 	install -s -m 4755 build/puff-check $(DESTDIR)$(BINDIR)/puff-check
 	install -d $(DESTDIR)$(LIBDIR)/puff
 	install -s -m 0644 build/puff-ldap.so $(DESTDIR)$(LDAP_LIBRARY)
+	install -s -m 0644 build/puff-tpm.so $(DESTDIR)$(TPM_LIBRARY)
 	install -m 0755 build/puff-pad $(DESTDIR)$(USERBINDIR)/puff-pad
 	install -d $(DESTDIR)/etc/pam.d
 	install -m 0644 pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-enroll
@@ -357,6 +394,7 @@ install-files:
 	install -m 0644 docs/fail2ban/filter.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d/puff.conf
 	install -m 0644 docs/fail2ban/jail.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d/puff.conf
 	install -m 0644 docs/fleet.md $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/fleet.md
+	install -m 0644 docs/protection-at-rest.md $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/protection-at-rest.md
 	install -d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/ldap
 	install -m 0644 ldap/puff.ldif ldap/99puff.ldif $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/ldap/
 
@@ -376,7 +414,7 @@ install-locker-files:
 # Removes what `make install` put in place; the enrollments and counters stay (say so).
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_puff.so $(DESTDIR)$(BINDIR)/puff-enroll $(DESTDIR)$(BINDIR)/puff-check \
-		$(DESTDIR)$(LDAP_LIBRARY) \
+		$(DESTDIR)$(LDAP_LIBRARY) $(DESTDIR)$(TPM_LIBRARY) \
 		$(DESTDIR)$(USERBINDIR)/puff-pad $(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-pad \
 		$(DESTDIR)$(SHAREDIR)/pam-configs/puff $(DESTDIR)$(SHAREDIR)/pam-configs/puff-authsucc \
 		$(DESTDIR)$(USERBINDIR)/puff-lock $(DESTDIR)/etc/pam.d/puff-lock

@@ -54,10 +54,15 @@ let package = Package(
         // directly here; the Embedded Swift module and helper (`make`) link its loader instead.
         .target(name: "CLDAP", path: "Sources/CLDAP", exclude: ["puff_ldap_loader.c"],
                 linkerSettings: [.linkedLibrary("ldap"), .linkedLibrary("lber")]),
+        // libtss2 (ESAPI) for tpm mode: the store's key sealed in the TPM
+        // (Sources/CTPM/include/puff_tpm.h), linked directly here; the Embedded Swift helper
+        // (`make`) links its loader instead, the module a stub that never reaches a TPM.
+        .target(name: "CTPM", path: "Sources/CTPM", exclude: ["puff_tpm_loader.c"],
+                linkerSettings: [.linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"), .linkedLibrary("tss2-rc")]),
         .target(name: "PuffCore"),
         // libaudit: records for locks and administrator resets, as pam_faillock sends.
         .systemLibrary(name: "CAudit", path: "Sources/CAudit", providers: [.apt(["libaudit-dev"])]),
-        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CPAM", "CSpawn"]),
+        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CTPM", "CPAM", "CSpawn"]),
         // Fleet mode (`backend = ldap`): the directory client, the fleet's counters and the
         // offline cache. Only the helper and puff-enroll depend on it: the module cannot
         // import it, so it cannot link the directory client.

@@ -12,7 +12,11 @@
 #      as an ordinary enrolled user (a screen locker's call before its prompt), spawned the
 #      way the module spawns it (build/puff-spawnprobe), next to /bin/true as the floor;
 #   4. whether anything in the module or the helper can read the environment (getenv,
-#      secure_getenv or environ imported; SWIFT_* variable names inside).
+#      secure_getenv or environ imported; SWIFT_* variable names inside);
+#   5. tpm mode against the file key: pamtester medians at argon2id's minimum cost with the
+#      host key sealed in a software TPM (Debian's swtpm on 127.0.0.1, started here and
+#      stopped on exit) next to the same store with the key in its file, and the TPM commands
+#      one login sends (counted in swtpm's log).
 # BENCH_BASELINE_MODULE / BENCH_BASELINE_HELPER add rows for other builds (an older one).
 #
 # The benchmark writes /etc/pam.d/puff-bench-* services, gives the puff-bench account a
@@ -35,7 +39,10 @@ PASSCODE=604917
 
 WORK=$(mktemp -d /tmp/puff-bench-XXXXXX)
 chmod 755 "$WORK"
-cleanup() { rm -rf "$WORK"; }
+cleanup() {
+  if [ -s "$WORK/swtpm/pid" ]; then kill "$(cat "$WORK/swtpm/pid")" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
 trap cleanup EXIT
 mkdir -m 700 "$WORK/min" "$WORK/default" "$WORK/state" "$WORK/faillock" "$WORK/store"
 mkdir -m 755 "$WORK/bin" "$WORK/lib"
@@ -79,6 +86,9 @@ fi
 # backend = ldap: what each of its fleet runs pays on top. The module hands fleet mode to the
 # helper, so no PAM host maps it.
 load_row "puff-ldap (helper, fleet)" "$(strip_copy "$PWD/build/puff-ldap.so" puff-ldap.so)"
+# Tpm mode's TPM client (libtss2's ESAPI, TCTI loader...), which only the helper loads, when
+# the store's key is sealed in the TPM; the module has no TPM code at all.
+load_row "puff-tpm (helper, tpm mode)" "$(strip_copy "$PWD/build/puff-tpm.so" puff-tpm.so)"
 load_row pam_unix "$SECURITY/pam_unix.so"
 load_row pam_faillock "$SECURITY/pam_faillock.so"
 load_row pam_permit "$SECURITY/pam_permit.so"
@@ -222,4 +232,43 @@ env_row pam_puff "$MODULE"
 env_row puff-check "$HELPER"
 if [ -n "${BENCH_BASELINE_MODULE:-}" ]; then env_row pam_puff-baseline "$BENCH_BASELINE_MODULE"; fi
 if [ -n "${BENCH_BASELINE_HELPER:-}" ]; then env_row puff-check-baseline "$BENCH_BASELINE_HELPER"; fi
+
+# 5. Tpm mode against the file key, at argon2id's minimum cost: a copy of the minimum-cost store
+# whose host key `puff-enroll tpm enable` sealed in swtpm. A login in tpm mode goes through the
+# root-started helper (the module never loads libtss2), which unseals the key: two TPM commands.
+free_port() {  # a port P on 127.0.0.1 with P+1 also free (libtss2's swtpm TCTI: control at P+1)
+  python3 -c 'import socket
+for _ in range(50):
+    a = socket.socket(); a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]
+    try:
+        b = socket.socket(); b.bind(("127.0.0.1", p + 1)); b.close(); a.close(); print(p); break
+    except OSError: a.close()'
+}
+mkdir -m 700 "$WORK/swtpm" "$WORK/tpm" "$WORK/state-tpm"
+port=$(free_port)
+swtpm socket --tpm2 --tpmstate dir="$WORK/swtpm" --flags not-need-init,startup-clear \
+  --server type=tcp,port="$port",bindaddr=127.0.0.1 --ctrl type=tcp,port=$((port + 1)),bindaddr=127.0.0.1 \
+  --log file="$WORK/swtpm.log",level=20 --daemon --pid file="$WORK/swtpm/pid"
+tcti="swtpm:host=127.0.0.1,port=$port"
+tpm2_dictionarylockout -s -n 32 -t 600 -l 600 -T "$tcti" >/dev/null
+printf 'kdf_ops = 1\nkdf_mem_kib = 8\ntpm_tcti = %s\ntpm_library = %s\n' "$tcti" "$PWD/build/puff-tpm.so" > "$WORK/tpm/puff.conf"
+chmod 600 "$WORK/tpm/puff.conf"
+echo "$PASSCODE" | "$ENROLL" passcode --user "$USER_NAME" --stdin --dir "$WORK/tpm" --state-dir "$WORK/state-tpm" --conf "$WORK/tpm/puff.conf" >/dev/null
+"$ENROLL" tpm enable --dir "$WORK/tpm" --state-dir "$WORK/state-tpm" --conf "$WORK/tpm/puff.conf" >/dev/null
+echo "auth required $MODULE dir=$WORK/tpm state_dir=$WORK/state-tpm conf=$WORK/tpm/puff.conf nodelay helper=$HELPER" \
+  > /etc/pam.d/puff-bench-tpm
+run_ms puff-bench-tpm "$PASSCODE" >/dev/null
+: > "$WORK/swtpm.log"
+run_ms puff-bench-tpm "$PASSCODE" >/dev/null
+commands=$(grep -c 'SWTPM_IO_Read: length' "$WORK/swtpm.log" || true)
+file=() tpm=()
+for _ in $(seq "$RUNS"); do
+  file+=("$(run_ms puff-bench-min "$PASSCODE")")
+  tpm+=("$(run_ms puff-bench-tpm "$PASSCODE")")
+done
+echo "Tpm mode against the file key (pamtester, minimum argon2id cost, $RUNS alternating runs each; swtpm on 127.0.0.1):"
+printf '  %-52s %8s ms\n' "file key (host.key, in the module's process)" "$(ms_median "${file[@]}")"
+printf '  %-52s %8s ms\n' "tpm mode (sealed key, unsealed by the helper)" "$(ms_median "${tpm[@]}")"
+printf '  %-52s %8s\n' "TPM commands in one tpm-mode login" "$commands"
+echo "  (a real chip adds its own time per unseal: about 0.2-0.4 s for a firmware TPM, 2.7 s for a slow discrete one)"
 "$ENROLL" remove --user "$USER_NAME" --dir "$WORK/min" --state-dir "$WORK/state" --conf "$WORK/min/puff.conf" >/dev/null

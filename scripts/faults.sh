@@ -21,12 +21,18 @@
 #  - the next normal login with the right passcode succeeds.
 #
 #   FAULT_ITERATIONS  bound on the number of runs (default: all of them)
+#   PUFF_SWEEP_TPM=1  the same with the host key sealed in swtpm (scripts/sweep-common.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/sweep-common.sh
 
 scenarios=(auth-wrong auth-right auth-gesture enroll-passcode enroll-gesture)
 syscalls=(openat read pread64 write fsync linkat renameat flock)
+# Tpm mode (PUFF_SWEEP_TPM=1): also the talk to the TPM, which holds the key: a fault there
+# counts as one on a Puff file (it must not end in a success either).
+# -yy names a socket's addresses ("TCP:[127.0.0.1:...]"), so a fault there is recognised.
+names=-y
+[ "$tpm_mode" = 1 ] && syscalls+=(connect sendto recvfrom) && names=-yy
 errnos=(ENOSPC EIO EACCES)
 declare -A first last runs results harmless
 violations=0
@@ -41,7 +47,7 @@ violation() {
 # puff-enroll's last shared library is opened.
 trace_list=$(IFS=,; echo "${syscalls[*]}")
 for scenario in "${scenarios[@]}"; do
-    run_operation "$scenario" strace -f -qq -y -s 0 -o "$work/count" -e trace="$trace_list"
+    run_operation "$scenario" strace -f -qq "$names" -s 0 -o "$work/count" -e trace="$trace_list"
     record_state "$scenario" >/dev/null
     case $scenario in
         auth-*) marker='pam_puff\.so' ;;
@@ -84,13 +90,14 @@ echo "running $budget of ${#plan[@]} fault injections"
 for ((i = 0; i < budget; i++)); do
     read -r scenario sc e k <<<"${plan[$i]}"
     before=$(failures)
-    run_operation "$scenario" strace -f -qq -y -s 0 -o "$work/log" -e trace="$sc" -e inject="$sc":error="$e":when="$k"
+    run_operation "$scenario" strace -f -qq "$names" -s 0 -o "$work/log" -e trace="$sc" -e inject="$sc":error="$e":when="$k"
     status=$?
     key="$scenario $sc $e"
     runs[$key]=$(( ${runs[$key]:-0} + 1 ))
     injected=$(grep -m 1 'INJECTED' "$work/log")
     on_store=0
     [[ $injected == *"$work/etc"* || $injected == *"$work/state"* ]] && on_store=1
+    [[ "$tpm_mode" = 1 && $injected == *"TCP:"* ]] && on_store=1
     what="$scenario $sc=$e when=$k (exit $status${injected:+, on ${injected%%,*})})"
     reproduce="reproduce: strace -f -y -e inject=$sc:error=$e:when=$k $(operation "$scenario")"
     # The harness exits with the PAM code; puff-enroll with 0 on success.

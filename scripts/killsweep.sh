@@ -23,6 +23,7 @@
 # stays counted. Untraced kills check failures ∈ {before, before+1} (or 0 after a success).
 #
 #   KILL_ITERATIONS  total runs (default 1000); a quarter at least go to phase 2
+#   PUFF_SWEEP_TPM=1 the same with the host key sealed in swtpm (scripts/sweep-common.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 iterations=${KILL_ITERATIONS:-1000}
@@ -30,6 +31,8 @@ source scripts/sweep-common.sh
 
 scenarios=(auth-wrong auth-right auth-gesture enroll-passcode enroll-gesture)
 syscalls=(openat flock write fsync linkat renameat)
+# Tpm mode (PUFF_SWEEP_TPM=1): also the helper's and puff-enroll's talk to the TPM.
+[ "$tpm_mode" = 1 ] && syscalls+=(connect sendto)
 declare -A calls runs killed outcomes
 violations=0
 counted_then_killed=0
@@ -149,6 +152,7 @@ for ((i = 0; i < random_budget; i++)); do
     kill -9 "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     status=$?
+    after_run
     runs[$scenario.kill-9]=$(( ${runs[$scenario.kill-9]:-0} + 1 ))
     [ "$status" = 137 ] && killed[$scenario.kill-9]=$(( ${killed[$scenario.kill-9]:-0} + 1 ))
     after=$(failures)

@@ -3,6 +3,12 @@
 #
 #   PUFF_MODULE  the module (default build/pam_puff.so)
 #   PUFF_BIN     where puff-pam-harness and puff-enroll are (default: swift build --show-bin-path)
+#   PUFF_SWEEP_TPM=1  tpm mode: the host key sealed in a software TPM (swtpm on 127.0.0.1,
+#                started here, stopped on exit; `puff-enroll tpm enable` after the enrollments),
+#                logins through the helper (PUFF_HELPER, default build/puff-check) that unseals
+#                it with build/puff-tpm.so (PUFF_TPM_LIBRARY). After every run the TPM's sessions
+#                are flushed, as the kernel's resource manager (/dev/tpmrm0) flushes those of a
+#                process that dies (swtpm has none), and a clear host.key is a violation.
 
 module=${PUFF_MODULE:-$PWD/build/pam_puff.so}
 bin=${PUFF_BIN:-$(swift build --show-bin-path)}
@@ -25,6 +31,7 @@ if ! getent passwd "$user" >/dev/null; then
 fi
 work=$(mktemp -d /tmp/puff-sweep-XXXXXX)
 sweep_cleanup() {
+    if [ -s "$work/swtpm/pid" ]; then kill "$(cat "$work/swtpm/pid")" 2>/dev/null || true; fi
     rm -rf "$work"
     if [ "$created_user" = 1 ]; then userdel "$user" 2>/dev/null || true; fi
 }
@@ -40,11 +47,33 @@ mkdir -p -m 0700 "$work/etc" "$work/state"
 mkdir -p -m 0755 "$work/pam.d"
 printf 'kdf_ops = 1\nkdf_mem_kib = 8\n' >"$work/etc/puff.conf"
 chmod 0600 "$work/etc/puff.conf"
-echo "auth required $module dir=$work/etc state_dir=$work/state conf=$work/etc/puff.conf nodelay deny=1000000" \
+tpm_mode=${PUFF_SWEEP_TPM:-0}
+module_extra=""
+if [ "$tpm_mode" = 1 ]; then
+    mkdir -m 0700 "$work/swtpm"
+    # A port P on 127.0.0.1 with P+1 free too (libtss2's swtpm TCTI: its control channel).
+    tpm_port=$(python3 -c 'import socket
+for _ in range(50):
+    a = socket.socket(); a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]
+    try:
+        b = socket.socket(); b.bind(("127.0.0.1", p + 1)); b.close(); a.close(); print(p); break
+    except OSError: a.close()')
+    swtpm socket --tpm2 --tpmstate dir="$work/swtpm" --flags not-need-init,startup-clear \
+        --server type=tcp,port="$tpm_port",bindaddr=127.0.0.1 --ctrl type=tcp,port=$((tpm_port + 1)),bindaddr=127.0.0.1 \
+        --daemon --pid file="$work/swtpm/pid"
+    tcti="swtpm:host=127.0.0.1,port=$tpm_port"
+    tpm2_dictionarylockout -s -n 32 -t 600 -l 600 -T "$tcti" >/dev/null
+    printf 'tpm_tcti = %s\ntpm_library = %s\n' "$tcti" "${PUFF_TPM_LIBRARY:-$PWD/build/puff-tpm.so}" >>"$work/etc/puff.conf"
+    module_extra=" helper=${PUFF_HELPER:-$PWD/build/puff-check}"
+fi
+echo "auth required $module dir=$work/etc state_dir=$work/state conf=$work/etc/puff.conf nodelay deny=1000000$module_extra" \
     >"$work/pam.d/puff-sweep"
 printf '%s\n' "$old_passcode" | "$enroll" passcode --user "$user" --type digits6 --stdin "${store[@]}" >/dev/null
 printf '%s\n%s\n' "$old_gesture" "$old_gesture" |
     "$enroll" gesture --user "$user" --picture "$picture" --stdin "${store[@]}" >/dev/null
+if [ "$tpm_mode" = 1 ]; then
+    "$enroll" tpm enable "${store[@]}" >/dev/null || { echo "tpm enable failed" >&2; exit 1; }
+fi
 cp "$record" "$work/record.old"
 # The new gesture is enrolled on a different picture of the same size (bytes after the PNG
 # end), so a record left old beside a picture already replaced shows.
@@ -77,6 +106,19 @@ run_operation() {
     # The subshell absorbs bash's "Killed" notice (the explicit exit stops bash from
     # exec'ing the command in place of the subshell).
     ("$@" "${command[@]}" <"$input" >/dev/null 2>&1; exit $?) 2>/dev/null
+    local status=$?
+    after_run
+    return $status
+}
+
+# Tpm mode: the sessions a killed or failed unseal left open go (the kernel's resource manager
+# would flush them), and the key never rests in the clear.
+after_run() {
+    [ "$tpm_mode" = 1 ] || return 0
+    tpm2_flushcontext -l -T "$tcti" >/dev/null 2>&1 || true   # loaded sessions (a StartAuthSession's)
+    tpm2_flushcontext -s -T "$tcti" >/dev/null 2>&1 || true   # saved sessions
+    tpm2_flushcontext -t -T "$tcti" >/dev/null 2>&1 || true   # transient objects (tpm enable's)
+    if [ -e "$work/etc/host.key" ]; then violation "tpm mode: a clear host.key appeared"; fi
 }
 
 # One login through libpam with reply $1; prints the PAM code.

@@ -49,6 +49,8 @@ public struct PuffOptions: Equatable, Sendable {
     public var gestureOverflowPercent = 140.0
     /// Fleet mode: records and the fleet-wide counter in an LDAP directory (DirectoryOptions.swift).
     public var directory = DirectorySettings()
+    /// Tpm mode: where the TPM that keeps the store's key is (TPMSettings.swift).
+    public var tpm = TPMSettings()
 
     /// The gesture parameters the four percentages describe, or the reason they cannot work together.
     public func gestureParameters() throws(OptionError) -> GestureParameters {
@@ -164,6 +166,8 @@ public enum OptionParser {
         guard let known = Key(rawValue: name) else {
             // Fleet mode's keys (DirectoryOptions.swift).
             if try options.directory.apply(name, value) { return nil }
+            // Tpm mode's keys (TPMSettings.swift).
+            if try options.tpm.apply(name, value) { return nil }
             return "unknown option '\(LogText.escape(name))' ignored"
         }
         // The key is matched once, by the enum's own table, and the switch is over its cases.

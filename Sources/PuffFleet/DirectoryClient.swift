@@ -204,29 +204,16 @@ public final class DirectoryConnection {
         func failure(_ reason: String) -> StoreError {
             .directory("the LDAP client library \(path) cannot be loaded: " + LogText.escape(reason, limit: 300))
         }
-        let bytes = Array(path.utf8)
-        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")), slash + 1 < bytes.count else {
-            throw failure("not the path of a file")
-        }
-        let parent = slash == 0 ? "/" : String(decoding: bytes[..<slash], as: UTF8.self)
-        let name = String(decoding: bytes[(slash + 1)...], as: UTF8.self)
-        let directory: TrustedDirectory
-        do {
-            directory = try TrustedDirectory(parent)
-        } catch {
-            throw failure(error.description)
-        }
         let file: FileDescriptor
         do {
-            file = try directory.descriptor.open(name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)
+            file = try TrustedLibrary.open(path)
         } catch {
-            throw failure(error == Errno(ELOOP) ? "it is a symbolic link" : "open: \(error)")
+            throw failure(error.reason)
         }
         var buffer = [CChar](repeating: 0, count: 512)
         let code = puff_ldap_load(file.rawValue, &buffer, buffer.count)
         guard code != 0 else { return }
-        let reason = buffer.withUnsafeBufferPointer { $0.baseAddress.flatMap { String(validatingCString: $0) } }
-        throw failure(reason ?? "unknown error")
+        throw failure(TrustedLibrary.text(buffer, or: "unknown error"))
     }
 
     /// `error(code, what)`, remembered as `lost` when it means the directory is out of reach.

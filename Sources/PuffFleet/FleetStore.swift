@@ -41,7 +41,7 @@ public struct FleetStore {
     typealias CountedFailure = Authenticator.CountedFailure
     /// The fleet key (`fleet_key`).
     func fleetKey() throws(StoreError) -> SecureBytes {
-        try SecretFile.fleetKey(options.directory.fleetKeyPath, session: session)
+        try SecretFile.fleetKey(options.directory.fleetKeyPath, session: session, tpm: options.tpm)
     }
 
     /// The user's directory entry and its record, checked against the account; `nil` when the

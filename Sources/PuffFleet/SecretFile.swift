@@ -13,14 +13,13 @@ enum SecretFile {
         return try parent.trusted.readSecret(name, maximumSize: maximumSize)
     }
 
-    /// The fleet key: exactly `PasscodeHasher.keyLength` bytes. Missing is an error in fleet
-    /// mode: without it no record in the directory can be checked.
-    static func fleetKey(_ path: String, session: StoreSession) throws(StoreError) -> SecureBytes {
-        guard let key = try read(path, maximumSize: PasscodeHasher.keyLength, session: session) else {
+    /// The fleet key: exactly `PasscodeHasher.keyLength` bytes, from its file or unsealed by the
+    /// TPM in tpm mode (StoreKey.swift). Missing is an error in fleet mode: without it no
+    /// record in the directory can be checked.
+    static func fleetKey(_ path: String, session: StoreSession, tpm: TPMSettings) throws(StoreError) -> SecureBytes {
+        guard let (parent, name) = try session.parent(of: path),
+              let key = try StoreKey.read(name, in: parent.trusted, tpm: tpm) else {
             throw .configuration("the fleet key \(path) is missing (backend = ldap)")
-        }
-        guard key.count == PasscodeHasher.keyLength else {
-            throw .unsafe(path: path, reason: "not a \(PasscodeHasher.keyLength)-byte key")
         }
         return key
     }

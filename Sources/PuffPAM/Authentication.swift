@@ -37,7 +37,7 @@ extension ModuleContext {
             case .crypto: PAM_SYSTEM_ERR
             case .system(_, _, let errno) where errno.rawValue == ENOMEM: PAM_BUF_ERR
             case .system, .unsafe, .tooLarge, .format, .lockTimeout, .wrongOwner, .tampered, .directory,
-                 .directoryUnreachable: PAM_AUTHINFO_UNAVAIL
+                 .directoryUnreachable, .tpm: PAM_AUTHINFO_UNAVAIL
             }
         }
     }
@@ -94,9 +94,21 @@ extension ModuleContext {
             log(LOG_NOTICE, "could not obtain the user name (PAM code \(userStatus))")
             return .userNameUnavailable(userStatus)
         }
+        var route = StoreRoute.choose(directory: options.directory.isEnabled,
+                                      for: .module(effectiveUID: geteuid(), realUID: getuid()))
+        do {
+            // Tpm mode: only the helper unseals the host key (libtss2 reads TSS2_LOGFILE from
+            // the environment, which in su is the user's; docs/protection-at-rest.md). One
+            // openat in file mode.
+            if route == .files, try RecordStore(directory: options.recordDirectory, session: session).hostKeyIsSealed() {
+                route = .rootService
+            }
+        } catch {
+            log(LOG_ERR, "user \(LogText.escape(rawName ?? "(invalid)")): \(error); failing closed")
+            return .failure(error)
+        }
         let login = Login(user: rawName ?? "", forLog: LogText.escape(rawName ?? "(invalid)"), options: options,
-                          route: StoreRoute.choose(directory: options.directory.isEnabled,
-                                                   for: .module(effectiveUID: geteuid(), realUID: getuid())),
+                          route: route,
                           // A root-run service whose caller is not the user (su to another
                           // account, sshd, login): the same prompt and messages for every
                           // account name (issue 11, item 9). The keypad and lock hints stay

@@ -148,9 +148,10 @@ public struct Authenticator {
     }
 
     /// The host key, which peppers passcode hashes and seals gesture templates; missing while
-    /// a record exists is an error. The one place the host key is loaded for an attempt.
+    /// a record exists is an error. The one place the host key is loaded for an attempt: from
+    /// `host.key`, or unsealed by the TPM in tpm mode (StoreKey.swift).
     package func hostKey() throws(StoreError) -> SecureBytes {
-        guard let hostKey = try records.loadHostKey() else {
+        guard let hostKey = try records.loadHostKey(tpm: options.tpm) else {
             throw .unsafe(path: options.recordDirectory + "/host.key", reason: "missing while records exist")
         }
         return hostKey
@@ -300,7 +301,7 @@ public struct Authenticator {
     public func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
         // The host key if there is one, so the cost matches a real attempt.
         let key: SecureBytes
-        switch try records.loadHostKey() {
+        switch try records.loadHostKey(tpm: options.tpm) {
         case .some(let stored): key = stored
         case .none: key = try SecureBytes(count: PasscodeHasher.keyLength)
         }
@@ -314,7 +315,7 @@ public struct Authenticator {
     /// Runs under the user's counter lock, so it cannot interleave with a login's rehash.
     public func storePasscode(_ passcode: borrowing SecureBytes, type: PasscodeType,
                               for account: Account) throws(StoreError) {
-        let hostKey = try records.loadOrCreateHostKey()
+        let hostKey = try records.loadOrCreateHostKey(tpm: options.tpm)
         let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
         let hash = try hasher.hash(prehash)
         try counters.update(account.name) { tally, save throws(StoreError) in
@@ -333,7 +334,7 @@ public struct Authenticator {
     /// Seals `template` for `account`, stores a copy of the picture it was drawn on and
     /// records both (keeping the record's passcode), under the user's counter lock.
     public func storeGesture(_ template: GestureTemplate, picture: [UInt8], for account: Account) throws(StoreError) {
-        let hostKey = try records.loadOrCreateHostKey()
+        let hostKey = try records.loadOrCreateHostKey(tpm: options.tpm)
         let sealed = try GestureSealing.seal(template, for: account, hostKey: hostKey)
         try counters.update(account.name) { _, _ throws(StoreError) in
             var record = try records.load(account) ?? UserRecord(user: account.name, uid: account.uid, passcode: nil)

@@ -14,6 +14,9 @@ public enum Configuration {
         // Where this build installs the helper (PREFIX-derived), not a fixed path.
         options.helperPath = BuildInfo.helperPath
         options.directory.libraryPath = BuildInfo.ldapLibraryPath
+        #if !PUFF_MODULE
+        options.tpm.libraryPath = BuildInfo.tpmLibraryPath  // the module never loads it
+        #endif
         var warnings: [String] = []
         do {
             // `conf=` decides which file is read, so it is applied first.

@@ -5,6 +5,7 @@ import PuffCore
 ///
 ///     /etc/puff/            root 0700 (or 0755), not group/other-writable
 ///     /etc/puff/host.key    32 random bytes, root 0600: the pepper, kept apart from the records
+///     /etc/puff/host.key.tpm  in its place in tpm mode: the key sealed in the TPM (StoreKey.swift)
 ///     /etc/puff/puff.conf   optional configuration, root, not group/other-writable
 ///     /etc/puff/users/NAME  one record per user, root 0600
 public struct RecordStore {
@@ -75,7 +76,8 @@ public struct RecordStore {
 
     /// Largest picture accepted.
     public static let maximumPictureSize = 32 << 20
-    static let hostKeyName = "host.key"
+    /// The host key's file name (`host.key.tpm` beside it in tpm mode).
+    public static let hostKeyName = "host.key"
 
     /// The user's record, or `nil` only when there is none (ENOENT anywhere on the path).
     /// Any other problem — permissions, I/O, format, a record for another uid — throws.
@@ -128,19 +130,26 @@ public struct RecordStore {
         }
     }
 
-    /// The host key, or `nil` when it does not exist yet.
+    /// The host key, or `nil` when it does not exist yet: from `host.key`, or unsealed by the
+    /// TPM `tpm` names in tpm mode (StoreKey.swift, the one place the key is read).
     @inline(never)
-    public func loadHostKey() throws(StoreError) -> SecureBytes? {
+    public func loadHostKey(tpm: TPMSettings) throws(StoreError) -> SecureBytes? {
         guard let root = try session.directory(directory) else { return nil }
-        return try Self.readHostKey(in: root.trusted)
+        return try StoreKey.read(Self.hostKeyName, in: root.trusted, tpm: tpm)
     }
 
-    /// The host key, created (32 random bytes, root 0600) if it does not exist. Creation is
-    /// serialised with `flock` on the store directory, so two enrollments at once cannot
-    /// each write a different key.
-    public func loadOrCreateHostKey() throws(StoreError) -> SecureBytes {
+    /// Whether the host key is sealed in the TPM (tpm mode).
+    public func hostKeyIsSealed() throws(StoreError) -> Bool {
+        guard let root = try session.directory(directory) else { return false }
+        return try StoreKey.isSealed(Self.hostKeyName, in: root.trusted)
+    }
+
+    /// The host key, created (32 random bytes, root 0600) if it does not exist (in tpm mode it
+    /// exists: sealed). Creation is serialised with `flock` on the store directory, so two
+    /// enrollments at once cannot each write a different key.
+    public func loadOrCreateHostKey(tpm: TPMSettings) throws(StoreError) -> SecureBytes {
         let root = try openRoot()
-        if let key = try Self.readHostKey(in: root.trusted) { return key }
+        if let key = try StoreKey.read(Self.hostKeyName, in: root.trusted, tpm: tpm) { return key }
         let locked: Bool
         do {
             locked = try root.trusted.descriptor.lock(exclusive: true, waitingAtMost: 30)
@@ -149,7 +158,7 @@ public struct RecordStore {
         }
         guard locked else { throw .lockTimeout(path: directory) }
         defer { root.trusted.descriptor.unlock() }
-        if let key = try Self.readHostKey(in: root.trusted) { return key }
+        if let key = try StoreKey.read(Self.hostKeyName, in: root.trusted, tpm: tpm) { return key }
         var key = try SecureBytes(count: PasscodeHasher.keyLength)
         Sodium.fillRandom(&key)
         try key.withBytes { bytes throws(StoreError) in
@@ -158,16 +167,8 @@ public struct RecordStore {
         return key
     }
 
-    private static func readHostKey(in root: borrowing TrustedDirectory) throws(StoreError) -> SecureBytes? {
-        guard let key = try root.readSecret(hostKeyName, maximumSize: PasscodeHasher.keyLength) else { return nil }
-        guard key.count == PasscodeHasher.keyLength else {
-            throw .unsafe(path: root.path + "/" + hostKeyName, reason: "not a \(PasscodeHasher.keyLength)-byte key")
-        }
-        return key
-    }
-
     /// The store directory, created when missing.
-    private func openRoot() throws(StoreError) -> StoreSession.Directory {
+    public func openRoot() throws(StoreError) -> StoreSession.Directory {
         // 0755 so helpers can reach pictures/; host.key (0600) and users/ (0700) stay private.
         try session.directory(directory, creatingWith: 0o755)
     }

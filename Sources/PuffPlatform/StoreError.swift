@@ -30,6 +30,9 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     /// timeout, a TLS handshake or certificate that failed). Fails closed like `directory`;
     /// only this case may fall back to the offline cache (`ldap_cache_ttl`).
     case directoryUnreachable(String)
+    /// Tpm mode: the TPM that keeps the store's key could not be reached, or refused to give
+    /// it (cleared, replaced, another TPM, PCR 7 changed). Fails closed (PAM_AUTHINFO_UNAVAIL).
+    case tpm(String)
 
     /// One log line.
     public var description: String {
@@ -44,6 +47,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
         case .configuration(let what): "configuration: \(what)"
         case .directory(let what): "directory: \(what)"
         case .directoryUnreachable(let what): "directory unreachable: \(what)"
+        case .tpm(let what): "TPM: \(what)"
         case .tampered(let path): "refusing \(path): the sealed gesture template does not open (edited, copied from another user, or another host key)"
         }
     }

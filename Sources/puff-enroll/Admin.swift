@@ -102,6 +102,7 @@ struct Status: ParsableCommand {
                 Terminal.say("[" + rows.joined(separator: ",\n ") + "]")
             } else if cells.isEmpty {
                 Terminal.say("No user is enrolled.")
+                Terminal.say(try TPMCommand.modeLine(options))
             } else {
                 for line in Self.table([["USER", "UID", "PASSCODE", "GESTURE", "FAILURES", "LOCK", "ACCEPTS"]] + cells) {
                     Terminal.say(line)
@@ -114,6 +115,7 @@ struct Status: ParsableCommand {
                     for line in Self.table(header + lines) { Terminal.say(line) }
                 }
                 if let lastCountedBy { Terminal.say("The latest fleet failure was counted by \(lastCountedBy).") }
+                if user == nil { Terminal.say(try TPMCommand.modeLine(options)) }
                 if let cacheLine { Terminal.say(cacheLine) }
                 if let offlineNote { Terminal.say(offlineNote) }
             }

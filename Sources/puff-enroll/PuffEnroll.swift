@@ -15,7 +15,7 @@ struct PuffEnroll: ParsableCommand {
         nothing enrolled; 64 usage error; 77 must be run as root.
         """,
         version: BuildInfo.version,
-        subcommands: [Passcode.self, GestureCommand.self, ShowGesture.self, Status.self, Lock.self, Reset.self, Remove.self]
+        subcommands: [Passcode.self, GestureCommand.self, ShowGesture.self, Status.self, Lock.self, Reset.self, Remove.self, TPMCommand.self]
     )
 }
 

@@ -24,6 +24,20 @@ struct OptionParserTests {
         }
     }
 
+    @Test("tpm mode's keys: a TCTI in the loader's syntax, an absolute library path")
+    func tpmKeys() throws {
+        #expect(PuffOptions().tpm.tcti == "device:/dev/tpmrm0")
+        let options = try parse(["tpm_tcti=swtpm:host=127.0.0.1,port=2321", "tpm_library=/usr/lib/puff/puff-tpm.so"])
+        #expect(options.tpm.tcti == "swtpm:host=127.0.0.1,port=2321")
+        #expect(options.tpm.libraryPath == "/usr/lib/puff/puff-tpm.so")
+        var unwarned = PuffOptions()
+        #expect(try OptionParser.apply("tpm_tcti=device", to: &unwarned, from: .configFile) == nil)
+        for bad in ["tpm_tcti", "tpm_tcti=", "tpm_tcti=cmd:tpm2_send -T x", "tpm_library=puff-tpm.so",
+                    "tpm_library=/usr/../tmp/x.so", "tpm_library="] {
+            #expect(failure(bad)?.key.hasPrefix("tpm_") == true, "\(bad)")
+        }
+    }
+
     @Test("the defaults")
     func defaults() {
         let options = PuffOptions()

@@ -27,6 +27,10 @@ enum Artefacts {
     static var ldapLibrary: String {
         ProcessInfo.processInfo.environment["PUFF_LDAP_LIBRARY"] ?? repository.appendingPathComponent("build/puff-ldap.so").path
     }
+    /// Tpm mode's TPM client, which the helper loads (`tpm_library`).
+    static var tpmLibrary: String {
+        ProcessInfo.processInfo.environment["PUFF_TPM_LIBRARY"] ?? repository.appendingPathComponent("build/puff-tpm.so").path
+    }
     static var harness: String { binaries + "/puff-pam-harness" }
     static var enroll: String { binaries + "/puff-enroll" }
     /// The helper as `make helper` builds it (`make test` exports PUFF_HELPER).

@@ -157,8 +157,8 @@ struct RecordStoreTests {
     func hostKeyCreation() throws {
         let scratch = try ScratchDirectory()
         let store = RecordStore(directory: scratch("etc"))
-        #expect(try store.loadHostKey() == nil)
-        let created = try store.loadOrCreateHostKey()
+        #expect(try store.loadHostKey(tpm: TPMSettings()) == nil)
+        let created = try store.loadOrCreateHostKey(tpm: TPMSettings())
         #expect(created.count == 32)
         let info = try fileStatus(scratch("etc/host.key"))
         #expect(info.st_mode & S_IFMT == S_IFREG)
@@ -166,16 +166,16 @@ struct RecordStoreTests {
         #expect(info.st_uid == 0)
         #expect(info.st_size == 32)
         #expect(try contents(scratch("etc/host.key")) == plain(created))
-        let again = try store.loadOrCreateHostKey()
+        let again = try store.loadOrCreateHostKey(tpm: TPMSettings())
         #expect(plain(again) == plain(created))
-        guard let loaded = try store.loadHostKey() else {
+        guard let loaded = try store.loadHostKey(tpm: TPMSettings()) else {
             Issue.record("the created host key does not load")
             return
         }
         #expect(plain(loaded) == plain(created))
         #expect(try directoryNames(scratch("etc")) == ["host.key"])
         // Another store gets another key.
-        let other = try RecordStore(directory: scratch("other")).loadOrCreateHostKey()
+        let other = try RecordStore(directory: scratch("other")).loadOrCreateHostKey(tpm: TPMSettings())
         #expect(plain(other) != plain(created))
     }
 
@@ -186,7 +186,7 @@ struct RecordStoreTests {
         let keys = Problems()
         runThreads(8) { _ in
             do {
-                let key = try RecordStore(directory: directory).loadOrCreateHostKey()
+                let key = try RecordStore(directory: directory).loadOrCreateHostKey(tpm: TPMSettings())
                 keys.add(hex(plain(key)))
             } catch {
                 keys.add("error: \(error)")
@@ -209,8 +209,8 @@ struct RecordStoreTests {
         try makeDirectory(scratch("etc"))
         try makeFile(scratch("etc/host.key"), bytes, mode: mode)
         let store = RecordStore(directory: scratch("etc"))
-        #expect(errorKind { () throws(StoreError) in _ = try store.loadHostKey() } == expected)
-        #expect(errorKind { () throws(StoreError) in _ = try store.loadOrCreateHostKey() } == expected)
+        #expect(errorKind { () throws(StoreError) in _ = try store.loadHostKey(tpm: TPMSettings()) } == expected)
+        #expect(errorKind { () throws(StoreError) in _ = try store.loadOrCreateHostKey(tpm: TPMSettings()) } == expected)
         #expect(try contents(scratch("etc/host.key")) == bytes)
     }
 
@@ -221,12 +221,12 @@ struct RecordStoreTests {
         try makeFile(scratch("key"), [UInt8](repeating: 1, count: 32))
         try makeSymlink(scratch("key"), at: scratch("etc/host.key"))
         let store = RecordStore(directory: scratch("etc"))
-        #expect(errorKind { () throws(StoreError) in _ = try store.loadHostKey() } == .unsafe)
-        #expect(errorKind { () throws(StoreError) in _ = try store.loadOrCreateHostKey() } == .unsafe)
+        #expect(errorKind { () throws(StoreError) in _ = try store.loadHostKey(tpm: TPMSettings()) } == .unsafe)
+        #expect(errorKind { () throws(StoreError) in _ = try store.loadOrCreateHostKey(tpm: TPMSettings()) } == .unsafe)
         guard unlink(scratch("etc/host.key")) == 0 else { throw SetupError(what: "unlink") }
         try makeFile(scratch("etc/host.key"), [UInt8](repeating: 1, count: 32))
         try setOwner(scratch("etc/host.key"), 65534)
-        #expect(errorKind { () throws(StoreError) in _ = try store.loadHostKey() } == .unsafe)
+        #expect(errorKind { () throws(StoreError) in _ = try store.loadHostKey(tpm: TPMSettings()) } == .unsafe)
     }
 }
 

@@ -62,7 +62,7 @@ struct StoreSessionTests {
         let session = StoreSession()
         let entry = FailureHistory.Entry(time: 1_700_000_000, service: "login", tty: "tty1", rhost: "", ruser: "")
         try FailureHistory(stateDirectory: scratch("state"), lockWaitSeconds: 1, session: session).record(entry, for: alice)
-        _ = try RecordStore(directory: scratch("etc"), session: session).loadOrCreateHostKey()
+        _ = try RecordStore(directory: scratch("etc"), session: session).loadOrCreateHostKey(tpm: TPMSettings())
         // The session still holds both directories open; another descriptor can lock them.
         #expect(session.held(scratch("state/.history")) != nil)
         #expect(session.held(scratch("etc")) != nil)

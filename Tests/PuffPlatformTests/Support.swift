@@ -168,7 +168,7 @@ final class Problems: Sendable {
 /// A coarse classification of `StoreError`, ignoring paths and messages.
 enum ErrorKind: Equatable {
     case system(Int32), unsafe, tooLarge, format(RecordFormatError), lockTimeout, wrongOwner, crypto, configuration, tampered, directory,
-         directoryUnreachable
+         directoryUnreachable, tpm
 }
 
 extension StoreError {
@@ -185,6 +185,7 @@ extension StoreError {
         case .tampered: .tampered
         case .directory: .directory
         case .directoryUnreachable: .directoryUnreachable
+        case .tpm: .tpm
         }
     }
 }
