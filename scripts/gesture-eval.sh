@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# make gesture-eval: figures, not a test. Runs gesture-eval (the workload table of issue 13
-# through the matcher, baseline and version 2, and the ROC curve as SVG), then replays a
-# smaller set of its attempts through libpam: each of the ten gestures is enrolled with the
-# real puff-enroll into a scratch store (for the existing account "nobody"; nothing outside
-# the scratch directory is written), and every attempt is sent by the PAM harness
-# (pam_start_confdir, a service file in the scratch directory) to build/pam_puff.so. The
-# module's verdicts must agree with the matcher's.
+# make gesture-eval: figures, not a test. Runs gesture-eval (the workload tables of issue 23
+# through the real enroller and matcher for three seeds, and the ROC curve as SVG), then
+# replays a smaller set of its attempts through libpam: each of the nine gestures is enrolled
+# with the real puff-enroll --stdin from one simulated owner's drawings (define, confirm, once
+# more, one more: the lines it asks for) into a scratch store (for the existing account
+# "nobody"; nothing outside the scratch directory is written), and every attempt is sent by
+# the PAM harness (pam_start_confdir, a service file in the scratch directory) to
+# build/pam_puff.so. The module's verdicts must agree with the matcher's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EVAL=${EVAL:-.build/release/gesture-eval}
 ENROLL=${PUFF_BIN:?}/puff-enroll
 HARNESS=${PUFF_BIN:?}/puff-pam-harness
 MODULE=$PWD/build/pam_puff.so
-ATTEMPTS=${EVAL_ATTEMPTS:-500}
+ATTEMPTS=${EVAL_ATTEMPTS:-504}
 WIRE_ATTEMPTS=${EVAL_WIRE_ATTEMPTS:-20}
 USER_NAME=nobody
 
@@ -43,7 +44,8 @@ for enroll in "$WORK"/wire/g*.enroll; do
   # No lockout and no gesture limit: the replay sends many wrong gestures on purpose.
   printf 'deny = 0\ngesture_tries = 0\n' > "$store/puff.conf"; chmod 600 "$store/puff.conf"
   "$ENROLL" gesture --user "$USER_NAME" --picture "$WORK/picture.png" --stdin \
-    --dir "$store" --state-dir "$store-state" --conf "$store/puff.conf" < "$enroll" >/dev/null 2>&1
+    --dir "$store" --state-dir "$store-state" --conf "$store/puff.conf" < "$enroll" >/dev/null 2>"$WORK/enroll.err" || {
+    echo "puff-enroll refused the drawings of $name: $(cat "$WORK/enroll.err")"; status=1; continue; }
   echo "auth required $MODULE dir=$store state_dir=$store-state conf=$store/puff.conf nodelay debug" > "$WORK/pam.d/puff-eval"
   while read -r expected line; do
     if "$HARNESS" --confdir "$WORK/pam.d" --service puff-eval --user "$USER_NAME" --reply "$line" >/dev/null 2>&1; then
@@ -55,7 +57,8 @@ for enroll in "$WORK"/wire/g*.enroll; do
   done < "$WORK/wire/$name.attempts"
 done
 echo
-echo "libpam replay through build/pam_puff.so: $((agree + disagree)) attempts (half genuine σ 1 %, half shoulder-surfer),"
+echo "libpam replay through build/pam_puff.so: $((agree + disagree)) attempts (genuine σ 1 %, shoulder-surfers, genuine in"
+echo "  puff-pad declaring its cells, video-studiers declaring 30×30 px cells, in turn),"
 echo "  accepted $accepted, refused $refused; agreement with the matcher: $agree of $((agree + disagree))"
 [ "$disagree" -eq 0 ] || status=1
 exit "$status"

@@ -52,6 +52,7 @@ extension GestureFormatError: CustomStringConvertible {
         case .pathTooShort: "pathTooShort"
         case .coordinateOutsidePicture: "coordinateOutsidePicture"
         case .nonFiniteCoordinate: "nonFiniteCoordinate"
+        case .badResolution: "badResolution"
         case .pictureSizeMismatch: "pictureSizeMismatch"
         }
     }

@@ -61,9 +61,13 @@ let enrollment = gesture(circlePoints: 120, cornerPoints: 90, jitter: &random)
 let confirmation = gesture(circlePoints: 140, cornerPoints: 100, jitter: &random)
 let templates: [(String, GestureTemplate)]
 do {
+    let consensus = try GestureEnroller.build(drawings: [enrollment, confirmation])
     templates = [
         ("version 1 (raster squares, the old matcher)", try GestureEnroller.build(from: enrollment)),
-        ("version 2 (common shift, place score, DTW)", try GestureEnroller.build(drawings: [enrollment, confirmation])),
+        ("version 2 (common shift, place score, DTW)",
+         try GestureTemplate(width: consensus.width, height: consensus.height, settings: .standard,
+                             parts: consensus.parts, spreads: consensus.parts.map { _ in 0 })),
+        ("version 3 (consensus, learned spreads, one score)", consensus),
     ]
 } catch {
     fatalError("enrollment failed: \(error)")

@@ -136,11 +136,11 @@ enum Shapes {
     static func clampAll(_ points: [Point]) -> [Point] { points.map(clamp) }
 }
 
-/// The ten gestures of the workload, and the candidates the enroller refused on the way.
+/// The nine gestures of the workload, and the candidates the enroller refused on the way.
 /// Candidates are generated as issue 13 describes (two fixed gestures, then random mixes of
-/// 2…4 parts); a candidate whose exact drawing the real enroller refuses
-/// (`GestureEnroller.build(drawings:)`: fewer than three parts, all in one spot, a stroke too
-/// short) is set aside and the next one is drawn from the same stream.
+/// 3…4 parts, as version 2's enrollment requires at least three); a candidate whose exact
+/// drawing the real enroller refuses (`GestureEnroller.build(drawings:)`: all in one spot, a
+/// stroke too short) is set aside and the next one is drawn from the same stream.
 func workloadGestures(random: inout Random) -> (accepted: [IdealGesture], refused: [(IdealGesture, GestureEnrollmentError)]) {
     var gestures: [IdealGesture] = []
     var refused: [(IdealGesture, GestureEnrollmentError)] = []
@@ -165,10 +165,10 @@ func workloadGestures(random: inout Random) -> (accepted: [IdealGesture], refuse
         IdealPart(isTap: false, points: Shapes.circle(centre: salientSpots[2], rx: 80, ry: 70, start: -Double.pi / 2, clockwise: true)),
         IdealPart(isTap: true, points: [salientSpots[9]]),
     ]))
-    // Random mixes of taps, lines, circles and squiggles on salient spots, 2…4 parts, at
+    // Random mixes of taps, lines, circles and squiggles on salient spots, 3…4 parts, at
     // least one path, spots distinct.
-    while gestures.count < 10 {
-        let partCount = 2 + random.below(3)
+    while gestures.count < gestureCount {
+        let partCount = 3 + random.below(2)
         var spots = Array(salientSpots.indices)
         var parts: [IdealPart] = []
         for index in 0..<partCount {
@@ -185,18 +185,26 @@ func workloadGestures(random: inout Random) -> (accepted: [IdealGesture], refuse
     return (gestures, refused)
 }
 
+/// Gestures in the workload.
+let gestureCount = 9
+
 /// How an attempt is captured.
 enum Capture {
     /// Picture pixels, as drawn.
     case exact
-    /// A terminal of `columns` × `rows` cells over the picture: each point becomes its cell's
-    /// centre, and a point in the cell of the previous one is not reported.
+    /// puff-pad: the picture covers `columns` × `rows` terminal cells; a report names a cell,
+    /// the pad sends the cell's centre and drops a report in the cell of the previous one, a
+    /// press and release in one cell is a tap, and the message declares the cell size.
     case cells(columns: Int, rows: Int)
     /// Drawn on the picture shown at `factor` of its size, whole pixels there, scaled back.
     case shrunk(factor: Double)
 }
 
-/// A genuine redraw, following the issue's model.
+/// A redraw, following issue 13's model (docs/gesture-format.md, "The model"): the whole
+/// gesture shifted `shiftSigma` per axis; each part re-aimed σ/2 per axis, rotated about its
+/// own centre by `rotationDegrees` and scaled by `scaleSigma` (one draw for the whole
+/// gesture); path points jittered σ/3; sampled at a random speed; up to `trim` cut off each
+/// end. Every drawing of an owner (definition, confirmations, logins) is one of these.
 struct Redraw {
     var sigma: Double          // fraction of the longest side
     var speed = 1.0            // gap multiplier (1.1: 10 % faster, 0.9: slower)
@@ -204,12 +212,23 @@ struct Redraw {
     var reversed = false
     /// Shoulder-surfer: each part misplaced on its own by about this fraction (0: none).
     var misplacement = 0.0
+    /// Whole-gesture shift per axis (nil: σ).
+    var shiftSigma: Double? = nil
+    /// Rotation, σ in degrees.
+    var rotationDegrees = 2.0
+    /// Scale, σ as a fraction.
+    var scaleSigma = 0.03
+    /// Most cut off each end of a path, as a fraction of its points.
+    var trim = 0.05
+    /// The resolution the message declares, whatever the capture (an attacker's claim).
+    var declared: GestureResolution? = nil
 
     func draw(_ gesture: IdealGesture, random: inout Random) -> Gesture {
         let s = sigma * longestSide
-        let shift = Point(x: random.gaussian(s), y: random.gaussian(s))
-        let rotation = random.gaussian(2 * Double.pi / 180)
-        let scale = 1 + random.gaussian(0.03)
+        let shiftS = (shiftSigma ?? sigma) * longestSide
+        let shift = Point(x: random.gaussian(shiftS), y: random.gaussian(shiftS))
+        let rotation = random.gaussian(rotationDegrees * Double.pi / 180)
+        let scale = 1 + random.gaussian(scaleSigma)
         var parts: [GesturePart] = []
         for ideal in gesture.parts {
             var aim = Point(x: random.gaussian(s / 2), y: random.gaussian(s / 2))
@@ -233,10 +252,10 @@ struct Redraw {
             }
             var points = ideal.points.map(place)
             if reversed { points.reverse() }
-            // Up to 5 % trimmed off each end.
+            // Up to `trim` cut off each end.
             let n = points.count
-            let head = Int(Double(n) * random.uniform(0, 0.05))
-            let tail = Int(Double(n) * random.uniform(0, 0.05))
+            let head = Int(Double(n) * random.uniform(0, trim))
+            let tail = Int(Double(n) * random.uniform(0, trim))
             points = Array(points[head..<max(head + 2, n - tail)])
             // Sampled at a random speed: gaps of 0.3…2.5 × 6 px along the stroke.
             let gap = random.uniform(0.3, 2.5) * 6 * speed
@@ -257,10 +276,19 @@ struct Redraw {
                 if let last = captured.last, last.x == q.x, last.y == q.y, case .cells = self.capture { continue }
                 captured.append(q)
             }
+            if case .cells = self.capture, captured.count < 2 {
+                // The pad: a press and release in one cell is a tap.
+                parts.append(GesturePart(kind: .tap, points: [GesturePoint(x: captured[0].x, y: captured[0].y)]))
+                continue
+            }
             if captured.count < 2 { captured.append(captured[0]) }
             parts.append(GesturePart(kind: .path, points: captured.map { GesturePoint(x: $0.x, y: $0.y) }))
         }
-        return Gesture(width: Int(pictureWidth), height: Int(pictureHeight), parts: parts)
+        var resolution = declared
+        if case .cells(let columns, let rows) = capture {
+            resolution = GestureResolution(width: pictureWidth / Double(columns), height: pictureHeight / Double(rows))
+        }
+        return Gesture(width: Int(pictureWidth), height: Int(pictureHeight), parts: parts, resolution: resolution)
     }
 
     private func capture(_ p: Point) -> Point {

@@ -1,22 +1,25 @@
-// `make gesture-eval`: the workload table of issue 13 through the real matcher, the baseline
-// (version-1 templates, today's square counting) next to version 2, and an ROC curve as SVG.
+// `make gesture-eval`: the workload table of issue 23 through the real enroller and matcher,
+// for the default seed and two more, the enrollment table, and an ROC curve as SVG.
 //
 //     gesture-eval [--attempts N] [--seed N] [--svg FILE] [--wire DIRECTORY --wire-attempts N]
 //
-// The seed is 13 unless --seed is given (another seed shows how much the figures move).
+// Every drawing of an owner is a redraw (Simulator.swift): the template is what
+// `GestureEnroller.next(after:)` — the steps `puff-enroll gesture` follows — builds from the
+// owner's define / confirm / once-more (/ one more) drawings; a refused try is redrawn whole,
+// up to five tries. The seed is 13 unless --seed is given; the two next seeds are shown beside.
 //
-// With --wire, it also writes, for each of the ten gestures, the enrollment drawings and a
-// set of attempts in Puff's wire format with the matcher's verdict, for scripts/gesture-eval.sh
-// to replay through libpam.
+// With --wire, it also writes, for each gesture of the default seed, the enrollment drawings
+// and a set of attempts in Puff's wire format with the matcher's verdict, for
+// scripts/gesture-eval.sh to replay through puff-enroll and libpam.
 import Glibc
 import PuffCore
 import PuffSimulation
 
-var attemptsPerRow = 500
+nonisolated(unsafe) var attemptsPerRow = 504
 var svgPath = "build/gesture-roc.svg"
 var wireDirectory: String?
 var wireAttempts = 20
-nonisolated(unsafe) var seed: UInt64 = 13
+nonisolated(unsafe) var baseSeed: UInt64 = 13
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
@@ -24,214 +27,273 @@ while let argument = arguments.next() {
     case "--svg": svgPath = arguments.next() ?? svgPath
     case "--wire": wireDirectory = arguments.next()
     case "--wire-attempts": wireAttempts = Int(arguments.next() ?? "") ?? wireAttempts
-    case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
+    case "--seed": baseSeed = UInt64(arguments.next() ?? "") ?? baseSeed
     default:
         complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--wire DIRECTORY --wire-attempts N]\n")
         exit(2)
     }
 }
+let seeds = [baseSeed, baseSeed + 1, baseSeed + 2]
+/// Owners per gesture and row (each enrolls on their own).
+let ownersPerGesture = 7
+/// Most tries an owner makes before giving up (a try: define, confirm, once more, one more).
+let maximumTries = 5
+/// The coarsest input an attempt may declare and have allowed for.
+let coarsest = GestureResolution(width: GestureResolution.maximumCell * longestSide,
+                                 height: GestureResolution.maximumCell * longestSide)
 
-nonisolated(unsafe) var currentLabel = ""
-var setupRandom = Random(seed: seed)
-let (gestures, refusedGestures) = workloadGestures(random: &setupRandom)
-let enrollmentsPerGesture = 5
-
-/// One enrolled gesture under test: the baseline (version 1) and the version-2 template.
-struct Enrolled {
-    var ideal: IdealGesture
-    var baseline: GestureTemplate
-    var current: GestureTemplate
-    var drawings: [Gesture]
+/// One owner's enrollment: the template (nil when never enrolled), the tries and refusals.
+struct Enrollment {
+    var template: GestureTemplate?
+    var tries = 0
+    var refused = 0
+    var drawings: [Gesture] = []
 }
 
-/// Enrolls `ideal` as a user of consistency `redraw` would: the exact definition, a
-/// confirmation redrawn until it matches (at most 10 tries) and a third drawing when the
-/// two differ a lot; nil when the confirmation never matched.
-func enroll(_ ideal: IdealGesture, redraw: Redraw, settings: GestureRecognizerSettings,
-            baselineParameters: GestureParameters = .standard, random: inout Random) -> Enrolled? {
-    let definition = exactDrawing(ideal)
-    guard let baseline = try? GestureEnroller.build(from: definition, parameters: baselineParameters) else {
-        complain("gesture-eval: \(ideal.name): the baseline enroller refused the definition\n")
-        return nil
-    }
-    for _ in 0..<10 {
-        var drawings = [definition, redraw.draw(ideal, random: &random)]
-        if GestureEnroller.differsALot(drawings[0], drawings[1], settings: settings) {
-            drawings.append(redraw.draw(ideal, random: &random))
+/// Enrolls as `puff-enroll gesture` does: the owner draws until `GestureEnroller.next` builds a
+/// template or refuses; a refused try is redrawn whole, up to `maximumTries`.
+func enroll(_ ideal: IdealGesture, owner: (IdealGesture, inout Random) -> Gesture,
+            settings: GestureRecognizerSettings, random: inout Random) -> Enrollment {
+    var enrollment = Enrollment()
+    for _ in 0..<maximumTries {
+        enrollment.tries += 1
+        var drawings = [owner(ideal, &random)]
+        while true {
+            let step: GestureEnrollmentStep
+            do {
+                step = try GestureEnroller.next(after: drawings, settings: settings)
+            } catch {
+                enrollment.refused += 1
+                break
+            }
+            if case .done(let template) = step {
+                enrollment.template = template
+                enrollment.drawings = drawings
+                return enrollment
+            }
+            drawings.append(owner(ideal, &random))
         }
-        if let current = try? GestureEnroller.build(drawings: drawings, settings: settings) {
-            return Enrolled(ideal: ideal, baseline: baseline, current: current, drawings: drawings)
-        }
     }
-    return nil
+    return enrollment
 }
 
-/// Share of attempts accepted by each matcher.
+/// What one row measured.
 struct Tally {
     var attempts = 0
-    var baselineAccepted = 0
-    var currentAccepted = 0
-    var enrollmentFailures = 0
-    var currentRules: [String: Int] = [:]
-    /// Attempts and v2 acceptances by the gesture's part count.
-    var byParts: [Int: (attempts: Int, accepted: Int)] = [:]
+    var accepted = 0
+    var owners = 0
+    var neverEnrolled = 0
+    var gesturesNeverEnrolled = 0
+    var tries = 0
+    var refusedTries = 0
+    var rules: [String: Int] = [:]
 
     func percent(_ count: Int) -> Double { attempts == 0 ? 0 : 100 * Double(count) / Double(attempts) }
-}
-
-/// Runs `attemptsPerRow` attempts: for each gesture, `enrollmentsPerGesture` enrollments by a
-/// user drawing like `enrollAs`, each tried with an equal share of `attack` attempts.
-let explored: GestureRecognizerSettings = {
-    guard let place = getenv("EVAL_PLACE").flatMap({ Double(String(cString: $0)) }),
-          let shift = getenv("EVAL_SHIFT").flatMap({ Double(String(cString: $0)) }) else { return .standard }
-    return (try? GestureRecognizerSettings(placeTolerance: place, shapeTolerance: 0.03, shiftLimit: shift, overflow: 2)) ?? .standard
-}()
-
-func run(enrollAs: Redraw, settings: GestureRecognizerSettings = explored,
-         baselineParameters: GestureParameters = .standard, attempts: Int, rowSeed: UInt64,
-         attack: (IdealGesture, inout Random) -> Gesture) -> Tally {
-    var random = Random(seed: seed &* 1_000_003 &+ rowSeed)
-    var tally = Tally()
-    let perEnrollment = max(1, attempts / (gestures.count * enrollmentsPerGesture))
-    for ideal in gestures {
-        for _ in 0..<enrollmentsPerGesture {
-            guard let enrolled = enroll(ideal, redraw: enrollAs, settings: settings,
-                                        baselineParameters: baselineParameters, random: &random) else {
-                tally.enrollmentFailures += 1
-                continue
-            }
-            for _ in 0..<perEnrollment {
-                let attempt = attack(ideal, &random)
-                tally.attempts += 1
-                tally.byParts[ideal.parts.count, default: (0, 0)].attempts += 1
-                if GestureMatcher.verify(enrolled.baseline, attempt).passed { tally.baselineAccepted += 1 }
-                let result = GestureMatcher.verify(enrolled.current, attempt)
-                if result.passed {
-                    tally.currentAccepted += 1
-                    tally.byParts[ideal.parts.count, default: (0, 0)].accepted += 1
-                    if getenv("EVAL_VERBOSE") != nil { complain("accepted: \(currentLabel) | \(ideal.name) parts \(ideal.parts.count)\n") }
-                } else {
-                    let key = result.detail.map { $0.rule.rawValue } ?? String(describing: result.failure)
-                    tally.currentRules[key, default: 0] += 1
-                }
-            }
-        }
-    }
-    return tally
 }
 
 struct Row {
     var label: String
     var isGenuine: Bool
-    var goal: String
-    var enrollAs: Redraw
+    var goal: Double
+    var owner: (IdealGesture, inout Random) -> Gesture
     var attack: (IdealGesture, inout Random) -> Gesture
+    var enrollmentLabel: String? = nil
+    /// Shown, but not one of the issue's goals.
+    var informational = false
+}
+
+/// Runs one row on `gestures`: `ownersPerGesture` owners enroll each gesture, each tried with
+/// an equal share of `attempts`.
+func run(_ row: Row, gestures: [IdealGesture], seed: UInt64, rowSeed: UInt64, attempts: Int,
+         settings: GestureRecognizerSettings = .standard) -> Tally {
+    var random = Random(seed: seed &* 1_000_003 &+ rowSeed)
+    var tally = Tally()
+    let perOwner = max(1, attempts / (gestures.count * ownersPerGesture))
+    for ideal in gestures {
+        var enrolledAny = false
+        for _ in 0..<ownersPerGesture {
+            let enrollment = enroll(ideal, owner: row.owner, settings: settings, random: &random)
+            tally.owners += 1
+            tally.tries += enrollment.tries
+            tally.refusedTries += enrollment.refused
+            guard let template = enrollment.template else {
+                tally.neverEnrolled += 1
+                continue
+            }
+            enrolledAny = true
+            for _ in 0..<perOwner {
+                let attempt = row.attack(ideal, &random)
+                tally.attempts += 1
+                let result = GestureMatcher.verify(template, attempt)
+                if result.passed {
+                    tally.accepted += 1
+                } else {
+                    let key = result.detail.map { $0.rule.rawValue } ?? String(describing: result.failure)
+                    tally.rules[key, default: 0] += 1
+                }
+            }
+        }
+        if !enrolledAny { tally.gesturesNeverEnrolled += 1 }
+    }
+    return tally
+}
+
+let exactOwner: (IdealGesture, inout Random) -> Gesture = { ideal, _ in exactDrawing(ideal) }
+func owner(_ redraw: Redraw) -> (IdealGesture, inout Random) -> Gesture { { redraw.draw($0, random: &$1) } }
+func declaring(_ resolution: GestureResolution, _ attack: @escaping (IdealGesture, inout Random) -> Gesture)
+    -> (IdealGesture, inout Random) -> Gesture {
+    { ideal, random in
+        var gesture = attack(ideal, &random)
+        gesture.resolution = resolution
+        return gesture
+    }
 }
 
 let sigma1 = Redraw(sigma: 0.01)
-let padCapture = Capture.cells(columns: 100, rows: 27)
-let rows: [Row] = [
-    Row(label: "genuine redraw, σ = 0.5 %", isGenuine: true, goal: "0 %", enrollAs: Redraw(sigma: 0.005)) {
-        Redraw(sigma: 0.005).draw($0, random: &$1) },
-    Row(label: "genuine redraw, σ = 1.0 %", isGenuine: true, goal: "≤ 2 %", enrollAs: sigma1) {
-        sigma1.draw($0, random: &$1) },
-    Row(label: "genuine redraw, σ = 1.5 %", isGenuine: true, goal: "≤ 10 %", enrollAs: Redraw(sigma: 0.015)) {
-        Redraw(sigma: 0.015).draw($0, random: &$1) },
-    Row(label: "genuine σ 1 %, puff-pad cells (100×30 terminal)", isGenuine: true, goal: "≤ 5 %",
-        enrollAs: Redraw(sigma: 0.01, capture: padCapture)) {
-        Redraw(sigma: 0.01, capture: padCapture).draw($0, random: &$1) },
-    Row(label: "genuine σ 1 %, ¼-size window, whole pixels", isGenuine: true, goal: "≤ 2 %",
-        enrollAs: Redraw(sigma: 0.01, capture: .shrunk(factor: 0.25))) {
-        Redraw(sigma: 0.01, capture: .shrunk(factor: 0.25)).draw($0, random: &$1) },
-    Row(label: "genuine σ 1 %, stroke 10 % faster or slower", isGenuine: true, goal: "≤ 2 %", enrollAs: sigma1) {
-        Redraw(sigma: 0.01, speed: $1.below(2) == 0 ? 0.9 : 1.1).draw($0, random: &$1) },
-    Row(label: "scribble over the whole picture", isGenuine: false, goal: "0 %", enrollAs: sigma1) {
-        Attacks.scribbleEverywhere($0, random: &$1) },
-    Row(label: "scribble over the right area", isGenuine: false, goal: "0 %", enrollAs: sigma1) {
-        Attacks.scribbleOverArea($0, random: &$1) },
-    Row(label: "right shapes drawn backwards", isGenuine: false, goal: "≤ 1 %", enrollAs: sigma1) {
-        Redraw(sigma: 0.01, reversed: true).draw($0, random: &$1) },
-    Row(label: "random plausible gesture of the same kinds", isGenuine: false, goal: "0 %", enrollAs: sigma1) {
-        Attacks.randomPlausible($0, random: &$1) },
-    Row(label: "points-of-interest guess (kinds known)", isGenuine: false, goal: "0 %", enrollAs: sigma1) {
-        Attacks.pointsOfInterest($0, random: &$1) },
-    Row(label: "shoulder-surfer: positions off ~3 %", isGenuine: false, goal: "≤ 5 %", enrollAs: sigma1) {
-        Redraw(sigma: 0.01, misplacement: 0.03).draw($0, random: &$1) },
+let padCapture = Capture.cells(columns: 72, rows: 27)
+let surfer = Redraw(sigma: 0.01, misplacement: 0.03)
+let videoStudier = Redraw(sigma: 0.02, shiftSigma: 0.03, rotationDegrees: 4, scaleSigma: 0.06, trim: 0.10)
+let genuineRows: [Row] = [
+    Row(label: "genuine σ 0.5 %", isGenuine: true, goal: 0.5, owner: owner(Redraw(sigma: 0.005)),
+        attack: owner(Redraw(sigma: 0.005)), enrollmentLabel: "σ 0.5 % owner"),
+    Row(label: "genuine σ 1.0 %", isGenuine: true, goal: 2, owner: owner(sigma1), attack: owner(sigma1),
+        enrollmentLabel: "σ 1.0 % owner"),
+    Row(label: "genuine σ 1.5 %", isGenuine: true, goal: 10, owner: owner(Redraw(sigma: 0.015)),
+        attack: owner(Redraw(sigma: 0.015)), enrollmentLabel: "σ 1.5 % owner"),
+    Row(label: "enrolled from one exact line given twice, then σ 1 %", isGenuine: true, goal: 2,
+        owner: exactOwner, attack: owner(sigma1)),
+    Row(label: "genuine σ 1 % on a ¼-size window, whole pixels", isGenuine: true, goal: 2,
+        owner: owner(Redraw(sigma: 0.01, capture: .shrunk(factor: 0.25))),
+        attack: owner(Redraw(sigma: 0.01, capture: .shrunk(factor: 0.25))), enrollmentLabel: "σ 1 %, ¼-size window"),
+    Row(label: "genuine σ 1 % in puff-pad, 100×30 terminal (72×27 cells, declared)", isGenuine: true, goal: 5,
+        owner: owner(Redraw(sigma: 0.01, capture: padCapture)),
+        attack: owner(Redraw(sigma: 0.01, capture: padCapture)), enrollmentLabel: "σ 1 % in puff-pad"),
+    Row(label: "genuine σ 1 %, stroke 10 % faster or slower", isGenuine: true, goal: 2, owner: owner(sigma1),
+        attack: { Redraw(sigma: 0.01, speed: $1.below(2) == 0 ? 0.9 : 1.1).draw($0, random: &$1) }),
+    Row(label: "genuine σ 2.5 % (no goal: shows that enrollment refuses an inconsistent hand)", isGenuine: true, goal: 100,
+        owner: owner(Redraw(sigma: 0.025)), attack: owner(Redraw(sigma: 0.025)), enrollmentLabel: "σ 2.5 % owner (no goal)",
+        informational: true),
+    Row(label: "genuine σ 1 %, enrolled with exact pixels, logging in through puff-pad (no goal: a known limit)",
+        isGenuine: true, goal: 5, owner: owner(sigma1), attack: owner(Redraw(sigma: 0.01, capture: padCapture)),
+        informational: true),
 ]
+let attacks: [(String, Double, (IdealGesture, inout Random) -> Gesture)] = [
+    ("scribble over the whole picture", 0, { Attacks.scribbleEverywhere($0, random: &$1) }),
+    ("scribble over the right area", 0, { Attacks.scribbleOverArea($0, random: &$1) }),
+    ("random plausible gesture of the same kinds", 0, { Attacks.randomPlausible($0, random: &$1) }),
+    ("points-of-interest guess (kinds known)", 0, { Attacks.pointsOfInterest($0, random: &$1) }),
+    ("right shapes drawn backwards", 1, owner(Redraw(sigma: 0.01, reversed: true))),
+    ("shoulder-surfer: each part 3 ± 0.75 % off, σ 1 % hand", 5, owner(surfer)),
+    ("video-studier: σ 2 %, shift 3 %, rotation 4°, scale 6 %, trim 10 %", 20, owner(videoStudier)),
+]
+let attackRows: [Row] = attacks.map { Row(label: $0.0, isGenuine: false, goal: $0.1, owner: owner(sigma1), attack: $0.2) }
+    + attacks.map { Row(label: $0.0 + " — declaring 30×30 px cells", isGenuine: false, goal: $0.1, owner: owner(sigma1),
+                        attack: declaring(coarsest, $0.2)) }
 
 func format(_ value: Double) -> String {
     let tenths = Int((value * 10).rounded())
     return "\(tenths / 10).\(tenths % 10) %"
 }
 
-print("Puff gesture evaluation: \(gestures.count) gestures on a 1000×750 picture, seed \(seed), \(attemptsPerRow) attempts a row")
-print("(\(enrollmentsPerGesture) enrollments per gesture and row; baseline = version-1 template, today's matcher;")
-print(" v2 = version-2 template with the default settings; the definition is the exact gesture)")
-let generated = gestures.count + refusedGestures.count
-print("enrollment refused \(refusedGestures.count) of the \(generated) gestures generated (\(format(100 * Double(refusedGestures.count) / Double(max(1, generated))))), replaced by the next ones:")
-for (gesture, error) in refusedGestures { print("  \(gesture.name) (\(gesture.parts.count) parts): \(error)") }
-print("parts of the ten kept: " + gestures.map { String($0.parts.count) }.joined(separator: ", ") + "\n")
-print("| workload | baseline (v1) | v2 | goal | v2 refusals by rule |")
-print("|---|---|---|---|---|")
-var allMet = true
-var breakdowns: [String] = []
-for (index, row) in rows.enumerated() {
-    currentLabel = row.label
-    let tally = run(enrollAs: row.enrollAs, attempts: attemptsPerRow, rowSeed: UInt64(index + 1), attack: row.attack)
-    let measure = row.isGenuine ? "FRR" : "FAR"
-    let baseline = row.isGenuine ? tally.percent(tally.attempts - tally.baselineAccepted) : tally.percent(tally.baselineAccepted)
-    let current = row.isGenuine ? tally.percent(tally.attempts - tally.currentAccepted) : tally.percent(tally.currentAccepted)
-    let limit = Double(row.goal.filter { $0.isNumber || $0 == "." }) ?? 0
-    let met = current <= limit
-    allMet = allMet && met && tally.enrollmentFailures == 0
-    let rules = tally.currentRules.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-    let enrollNote = tally.enrollmentFailures > 0 ? " (\(tally.enrollmentFailures) enrollments failed)" : ""
-    if !row.isGenuine, tally.currentAccepted > 0 {
-        let parts = tally.byParts.sorted { $0.key < $1.key }.map { count, value in
-            "\(count) parts \(format(100 * Double(value.accepted) / Double(max(1, value.attempts)))) (\(value.accepted)/\(value.attempts))"
-        }
-        breakdowns.append("  \(row.label): v2 FAR by part count: " + parts.joined(separator: ", "))
-    }
-    print("| \(row.label) (n=\(tally.attempts))\(enrollNote) | \(measure) \(format(baseline)) | \(measure) \(format(current))\(met ? "" : " ✗") | \(row.goal) | \(rules) |")
+/// Whether `percent` meets `goal` (""), lies within two binomial standard deviations of it
+/// ("~"), or misses it ("✗"), for `n` attempts.
+func verdict(_ percent: Double, goal: Double, n: Int) -> String {
+    if percent <= goal + 1e-9 { return "" }
+    let p = max(goal, 100 / Double(max(1, n))) / 100
+    let noise = 2 * 100 * (p * (1 - p) / Double(max(1, n))).squareRoot()
+    return percent <= goal + noise ? " ~" : " ✗"
 }
-if !breakdowns.isEmpty { print(""); breakdowns.forEach { print($0) } }
-print("\nevery goal met by v2: \(allMet ? "yes" : "NO")")
 
-// ROC: FRR at σ 1 % against the shoulder-surfer's FAR, over the tolerance factor (v2) and
-// the tolerance square (baseline).
-currentLabel = "ROC"
-let rocAttempts = max(100, attemptsPerRow / 2)
-var currentCurve: [(factor: Double, frr: Double, far: Double)] = []
-for step in 0...15 {
-    let factor = 0.5 + 0.1 * Double(step)
+// The gestures of each seed.
+nonisolated(unsafe) var gestureSets: [[IdealGesture]] = []
+for seed in seeds {
+    var setupRandom = Random(seed: seed)
+    let (gestures, refused) = workloadGestures(random: &setupRandom)
+    gestureSets.append(gestures)
+    print("seed \(seed): \(gestures.count) gestures of " + gestures.map { String($0.parts.count) }.joined(separator: ", ")
+          + " parts; \(refused.count) candidates refused by the enroller on the way")
+}
+print("\(ownersPerGesture) owners enroll each gesture per row (up to \(maximumTries) tries each); attempts a row: \(attemptsPerRow)")
+print("(FRR counts only enrolled owners' attempts; owners never enrolled are in the enrollment table)\n")
+
+nonisolated(unsafe) var defaultMet = true
+nonisolated(unsafe) var othersWithinNoise = true
+nonisolated(unsafe) var enrollmentTallies: [(String, [Tally])] = []
+func table(_ title: String, _ rows: [Row], offset: Int) {
+    print("### \(title)\n")
+    print("| workload | goal | " + seeds.map { "seed \($0)" }.joined(separator: " | ") + " | refusals by rule (seed \(baseSeed)) |")
+    print("|---|---|" + seeds.map { _ in "---|" }.joined() + "---|")
+    for (index, row) in rows.enumerated() {
+        var cells: [String] = []
+        var rules = ""
+        var tallies: [Tally] = []
+        for (seedIndex, seed) in seeds.enumerated() {
+            let tally = run(row, gestures: gestureSets[seedIndex], seed: seed, rowSeed: UInt64(offset + index + 1),
+                            attempts: attemptsPerRow)
+            tallies.append(tally)
+            let measured = row.isGenuine ? tally.percent(tally.attempts - tally.accepted) : tally.percent(tally.accepted)
+            let mark = row.informational ? "" : verdict(measured, goal: row.goal, n: tally.attempts)
+            if seedIndex == 0 {
+                defaultMet = defaultMet && mark.isEmpty
+                rules = tally.rules.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            } else {
+                othersWithinNoise = othersWithinNoise && mark != " ✗"
+            }
+            let count = row.isGenuine ? tally.attempts - tally.accepted : tally.accepted
+            cells.append("\(format(measured)) (\(count)/\(tally.attempts))\(mark)")
+        }
+        if let label = row.enrollmentLabel { enrollmentTallies.append((label, tallies)) }
+        let measure = row.isGenuine ? "FRR" : "FAR"
+        print("| \(row.label) | \(row.informational ? "—" : "\(measure) ≤ \(format(row.goal))") | " + cells.joined(separator: " | ") + " | \(row.isGenuine ? rules : "") |")
+    }
+    print("")
+}
+
+table("Genuine owners (FRR)", genuineRows, offset: 0)
+table("Attacks on σ 1 % owners (FAR)", attackRows, offset: 100)
+
+print("### Enrollment (a try: define, confirm, once more, and one more when those three disagree)\n")
+print("| owner | " + seeds.map { "seed \($0): tries refused" }.joined(separator: " | ") + " | "
+      + seeds.map { "seed \($0): never enrolled" }.joined(separator: " | ") + " |")
+print("|---|" + seeds.map { _ in "---|---|" }.joined())
+for (label, tallies) in enrollmentTallies {
+    let refused = tallies.map { "\(format(100 * Double($0.refusedTries) / Double(max(1, $0.tries)))) (\($0.refusedTries)/\($0.tries))" }
+    let never = tallies.map { "\($0.neverEnrolled) of \($0.owners) owners, \($0.gesturesNeverEnrolled) of \(gestureCount) gestures" }
+    print("| \(label) | " + refused.joined(separator: " | ") + " | " + never.joined(separator: " | ") + " |")
+    if label.hasPrefix("σ 1.0"), let first = tallies.first {
+        defaultMet = defaultMet && Double(first.refusedTries) <= 0.10 * Double(first.tries)
+    }
+    if label.hasPrefix("σ 1.5"), let first = tallies.first {
+        defaultMet = defaultMet && first.gesturesNeverEnrolled == 0
+    }
+}
+print("\ngoals: tries refused ≤ 10 % for the σ 1 % owner; every gesture enrolled within \(maximumTries) tries for the σ 1.5 % owner")
+print("\nevery goal met on seed \(baseSeed): \(defaultMet ? "yes" : "NO"); the other seeds within binomial noise (2 σ): \(othersWithinNoise ? "yes" : "NO")")
+print("(~: above the goal but within two binomial standard deviations; ✗: beyond)")
+
+// ROC on the default seed: FRR at σ 1 % against the shoulder-surfer's and the video-studier's
+// FAR, over the tolerance factor (the gesture_tolerance option; 1 is the default).
+var curve: [(factor: Double, frr: Double, surfer: Double, video: Double)] = []
+for step in 0...10 {
+    let factor = 0.6 + 0.1 * Double(step)
     guard let settings = GestureRecognizerSettings.scaled(by: factor) else { continue }
-    let genuine = run(enrollAs: sigma1, settings: settings, attempts: rocAttempts, rowSeed: 101) { sigma1.draw($0, random: &$1) }
-    let surfer = run(enrollAs: sigma1, settings: settings, attempts: rocAttempts, rowSeed: 102) {
-        Redraw(sigma: 0.01, misplacement: 0.03).draw($0, random: &$1) }
-    currentCurve.append((factor, genuine.percent(genuine.attempts - genuine.currentAccepted), surfer.percent(surfer.currentAccepted)))
+    let genuine = run(genuineRows[1], gestures: gestureSets[0], seed: baseSeed, rowSeed: 201, attempts: attemptsPerRow,
+                      settings: settings)
+    let shoulder = run(attackRows[5], gestures: gestureSets[0], seed: baseSeed, rowSeed: 202, attempts: attemptsPerRow,
+                       settings: settings)
+    let video = run(attackRows[6], gestures: gestureSets[0], seed: baseSeed, rowSeed: 203, attempts: attemptsPerRow,
+                    settings: settings)
+    curve.append((factor, genuine.percent(genuine.attempts - genuine.accepted), shoulder.percent(shoulder.accepted),
+                  video.percent(video.accepted)))
 }
-var baselineCurve: [(factor: Double, frr: Double, far: Double)] = []
-for step in 0...12 {
-    let tolerance = 0.03 + 0.005 * Double(step)
-    guard let parameters = try? GestureParameters(tolerance: tolerance) else { continue }
-    let genuine = run(enrollAs: sigma1, baselineParameters: parameters, attempts: rocAttempts, rowSeed: 101) { sigma1.draw($0, random: &$1) }
-    let surfer = run(enrollAs: sigma1, baselineParameters: parameters, attempts: rocAttempts, rowSeed: 102) {
-        Redraw(sigma: 0.01, misplacement: 0.03).draw($0, random: &$1) }
-    baselineCurve.append((tolerance / 0.045, genuine.percent(genuine.attempts - genuine.baselineAccepted), surfer.percent(surfer.baselineAccepted)))
+print("\nROC (seed \(baseSeed), \(attemptsPerRow) attempts a point): tolerance factor → FRR at σ 1 %, shoulder-surfer FAR, video-studier FAR")
+for point in curve {
+    print("  factor \(format(point.factor * 100).dropLast(2))%  FRR \(format(point.frr))  surfer FAR \(format(point.surfer))  video FAR \(format(point.video))\(abs(point.factor - 1) < 1e-9 ? "   ← default" : "")")
 }
-print("\nROC (\(rocAttempts) attempts a point): tolerance factor → FRR at σ 1 %, shoulder-surf FAR")
-print("  v2 (factor × defaults; 1.0 is the default, option gesture_tolerance = 4.5 × factor):")
-for point in currentCurve {
-    print("    factor \(format(point.factor * 100).dropLast(2))%  FRR \(format(point.frr))  FAR \(format(point.far))\(abs(point.factor - 1) < 1e-9 ? "   ← default" : "")")
-}
-print("  baseline (tolerance square, 4.5 % = 100 % is the default):")
-for point in baselineCurve {
-    print("    square \(format(point.factor * 4.5).dropLast(2))% FRR \(format(point.frr))  FAR \(format(point.far))\(abs(point.factor - 1) < 1e-9 ? "   ← default" : "")")
-}
-writeROC(current: currentCurve, baseline: baselineCurve, to: svgPath)
+writeROC(curve, to: svgPath)
 print("\nROC curve written to \(svgPath)")
 
 if let wireDirectory {
-    writeWire(to: wireDirectory, attempts: wireAttempts)
+    writeWire(to: wireDirectory, gestures: gestureSets[0], attempts: wireAttempts)
 }
-exit(allMet ? 0 : 1)
+exit(defaultMet && othersWithinNoise ? 0 : 1)

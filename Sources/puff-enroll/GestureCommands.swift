@@ -8,16 +8,17 @@ import PuffPlatform
 struct GestureCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gesture",
-        abstract: "Enroll a picture gesture: draw it once to define it, once more to confirm it.",
+        abstract: "Enroll a picture gesture: draw it to define it, then to confirm it, then once more.",
         discussion: """
         On a desktop (DISPLAY set) each gesture is drawn in a window on the picture (puff-lock \
         --draw), and the template is then shown with a replay of the drawings (puff-lock --show) \
         and saved only when accepted; on a terminal it is drawn with puff-pad. Otherwise each \
         gesture is one line in Puff's wire format (docs/gesture-format.md), read from the \
-        terminal without echo or, with --stdin, as lines of standard input. The confirmation \
-        must verify against the first drawing, exactly as a login would; when the two differ a \
-        lot a third drawing is asked for (a third line with --stdin). How far each part of the \
-        confirmations lies from the definition is stored as that part's spread. A gesture needs at \
+        terminal without echo or, with --stdin, as lines of standard input. The gesture is drawn \
+        three times (a confirmation identical to the definition, as a script gives, completes \
+        it); the template is the consensus of the drawings, and how much they differ sets how \
+        much a login may differ, within fixed bounds. When the three do not agree, one more \
+        drawing is asked for before the enrollment is refused. A gesture needs at \
         least three parts (taps, lines, circles); fewer, strokes under 6 % of the picture and \
         parts all in one spot are refused with the reason. The picture (PNG or JPEG) is \
         copied into the store; coordinates are its pixels.
@@ -32,7 +33,7 @@ struct GestureCommand: ParsableCommand {
     @Option(help: "The picture the gesture is drawn on (PNG or JPEG).")
     var picture: String
 
-    @Flag(help: "Read the two gestures as lines from standard input.")
+    @Flag(help: "Read the drawings as lines from standard input (define, confirm, and once more unless the confirmation is the same line).")
     var stdin = false
 
     @Flag(name: .customLong("print-layout"), help: .hidden)
@@ -110,8 +111,9 @@ struct GestureCommand: ParsableCommand {
         }
     }
 
-    /// Reads the definition and the confirmation (and, when `third` and they differ a lot, a
-    /// third drawing) and builds the template from them.
+    /// Reads the drawings enrollment asks for (`GestureEnroller.next(after:)`: define, confirm,
+    /// once more, and one more when those disagree; `third` false stops after the confirmation,
+    /// for the helper, which takes two) and builds the template from them.
     private func drawings(width: Int, height: Int, settings: GestureRecognizerSettings,
                           third: Bool) throws -> (GestureTemplate, [Gesture]) {
         let (first, firstInWindow) = try readGesture("Gesture (define): ")
@@ -120,18 +122,37 @@ struct GestureCommand: ParsableCommand {
         }
         var drawn = [first]
         var inWindows = firstInWindow
-        // Strength first, so a weak gesture is refused before it is drawn again.
-        _ = try build(drawn, settings: settings)
-        let (confirmation, confirmedInWindow) = try readGesture("Gesture (confirm): ")
-        drawn.append(confirmation)
-        inWindows = inWindows && confirmedInWindow
-        if third, GestureEnroller.differsALot(first, drawn[1], settings: settings) {
-            Terminal.say("The two drawings differ a lot; draw the gesture once more.")
-            let (again, againInWindow) = try readGesture("Gesture (once more): ")
+        var built: GestureTemplate?
+        while built == nil {
+            let step: GestureEnrollmentStep
+            do {
+                step = try GestureEnroller.next(after: drawn, settings: settings)
+            } catch {
+                throw refusal(error)
+            }
+            let prompt: String
+            switch step {
+            case .done(let template):
+                built = template
+                continue
+            case .confirm:
+                prompt = "Gesture (confirm): "
+            case .onceMore:
+                if third { Terminal.say("Draw the gesture once more: Puff learns it from all three drawings.") }
+                prompt = "Gesture (once more): "
+            case .oneMore:
+                Terminal.say("The drawings differ a lot; draw the gesture one more time.")
+                prompt = "Gesture (one more): "
+            }
+            if !third, drawn.count >= 2 {
+                built = try build(drawn, settings: settings)
+                continue
+            }
+            let (again, againInWindow) = try readGesture(prompt)
             drawn.append(again)
             inWindows = inWindows && againInWindow
         }
-        let template = try build(drawn, settings: settings)
+        guard let template = built else { throw Failure(ExitCodes.refused, "gesture refused") }
         // Drawn on a desktop: the user sees what will be stored, with a replay, and decides.
         if inWindows {
             let decision = try WindowRunner.review(picture: picture, template: template, drawings: drawn,
@@ -142,14 +163,19 @@ struct GestureCommand: ParsableCommand {
         return (template, drawn)
     }
 
+    private func refusal(_ error: GestureEnrollmentError) -> Failure {
+        if case .confirmationMismatch(let detail) = error {
+            let why = detail.map { " (\($0))" } ?? ""
+            return Failure(ExitCodes.refused, "the drawings do not match each other\(why); nothing was changed")
+        }
+        return Failure(ExitCodes.refused, "gesture refused: \(error)")
+    }
+
     private func build(_ drawn: [Gesture], settings: GestureRecognizerSettings) throws -> GestureTemplate {
         do {
             return try GestureEnroller.build(drawings: drawn, settings: settings)
-        } catch .confirmationMismatch(let detail) {
-            let why = detail.map { " (\($0))" } ?? ""
-            throw Failure(ExitCodes.refused, "the confirmation does not match the first gesture\(why); nothing was changed")
         } catch {
-            throw Failure(ExitCodes.refused, "gesture refused: \(error)")
+            throw refusal(error)
         }
     }
 }

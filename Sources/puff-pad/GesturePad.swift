@@ -28,6 +28,9 @@ final class GesturePad {
     private(set) var parts: [GesturePart] = []
     private var stroke: [GesturePoint] = []
     private var drawing = false
+    /// Whether a press came as a cell report (no position inside the cell): the message then
+    /// declares the cell size, so the matcher allows for points up to half a cell off.
+    private var cellReports = false
     private var layout: PictureLayout?
     private var picturelines: [String] = []
     private var screen = (columns: 0, rows: 0)
@@ -60,6 +63,7 @@ final class GesturePad {
         parts.removeAll()
         stroke.removeAll()
         drawing = false
+        cellReports = false
     }
 
     private func handle(_ event: InputEvent) -> Outcome? {
@@ -71,6 +75,7 @@ final class GesturePad {
                 return nil
             }
             drawing = true
+            if within == .centre { cellReports = true }
             stroke = [layout.point(column: column, row: row, within: within)]
             var frame = Frame()
             drawStroke(stroke, index: parts.count, kind: .path, into: &frame)
@@ -99,7 +104,9 @@ final class GesturePad {
                 show("Draw on the picture first (or press Esc to cancel).")
                 return nil
             }
-            return .gesture(Gesture(width: picture.width, height: picture.height, parts: parts))
+            let cell = layout.map { GestureResolution(width: $0.cellSize.width, height: $0.cellSize.height) }
+            return .gesture(Gesture(width: picture.width, height: picture.height, parts: parts,
+                                    resolution: cellReports ? cell.map(Self.wireRounded) : nil))
         case .backspace:
             guard !drawing, !parts.isEmpty else { return nil }
             parts.removeLast()
@@ -128,6 +135,12 @@ final class GesturePad {
         var frame = Frame()
         drawStroke([last, point], index: parts.count, kind: .path, into: &frame, labelled: stroke.count == 2)
         frame.send(to: session)
+    }
+
+    /// The cell size as the wire format keeps it (thousandths of a pixel), at least one.
+    static func wireRounded(_ cell: GestureResolution) -> GestureResolution {
+        GestureResolution(width: max(0.001, (cell.width * 1000).rounded() / 1000),
+                          height: max(0.001, (cell.height * 1000).rounded() / 1000))
     }
 
     private func show(_ text: String) {

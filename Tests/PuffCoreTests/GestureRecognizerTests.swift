@@ -29,8 +29,9 @@ struct GestureRecognizerTests {
         return copy
     }
 
+    /// A version-2 template of `base` (what records enrolled before version 3 hold).
     static func template() throws -> GestureTemplate {
-        try GestureEnroller.build(drawings: [base, moved(base, by: [(3, -2), (-2, 4), (1, 1)])])
+        try GestureEnroller.define(base, settings: .standard)
     }
 
     /// Attempts and whether each passes, with the rule and part of the first failure.
@@ -98,14 +99,13 @@ struct GestureRecognizerTests {
         }
     }
 
-    @Test("spreads are learned from the confirmations and round-trip through the encoding")
-    func spreadsAndEncoding() throws {
-        let template = try Self.template()
+    @Test("a version-2 template round-trips through the encoding")
+    func versionTwoEncoding() throws {
+        let template = try GestureTemplate(width: 1000, height: 750, settings: .standard,
+                                           parts: try Self.template().parts, spreads: [0.001, 0.002, 0.003])
         #expect(template.version == 2)
-        #expect(template.spreads.count == 3)
-        #expect(template.spreads.allSatisfy { $0 > 0 && $0 < 0.01 })
         let decoded = try GestureTemplate.decode(template.encode())
-        #expect(decoded == template)
+        #expect(decoded == template && decoded.version == 2)
         #expect(template.encode()[4] == 2)
     }
 
@@ -116,12 +116,12 @@ struct GestureRecognizerTests {
         let old = try GestureTemplate.decode(try GestureEnroller.build(from: gesture).encode())
         #expect(old.version == 1 && GestureMatcher.verify(old, gesture).passed)
         let upgraded = old.upgraded()
-        #expect(upgraded.version == 2 && upgraded.parts.count == 2)
+        #expect(upgraded.version == 3 && upgraded.parts.count == 2)
         #expect(GestureMatcher.verify(upgraded, gesture).passed)
         #expect(GestureMatcher.verify(upgraded, Self.moved(gesture, by: [(0, 0), (60, 0)])).passed == false)
     }
 
-    @Test("a version-1 template still decodes, verifies with the old rules, and upgrades to version 2")
+    @Test("a version-1 template still decodes, verifies with the old rules, and upgrades to version 3")
     func versionOne() throws {
         let old = try GestureEnroller.build(from: Self.base)
         #expect(old.version == 1)
@@ -129,7 +129,7 @@ struct GestureRecognizerTests {
         #expect(decoded.version == 1 && decoded == old)
         #expect(GestureMatcher.verify(decoded, Self.base).passed)
         let upgraded = decoded.upgraded()
-        #expect(upgraded.version == 2)
+        #expect(upgraded.version == 3)
         #expect(upgraded.parts.map(\.kind) == old.parts.map(\.kind))
         #expect(GestureMatcher.verify(upgraded, Self.base).passed)
         #expect(GestureMatcher.verify(upgraded, Self.moved(Self.base, by: [(0, 0), (45, 0), (0, 0)])).passed == false)
@@ -145,7 +145,7 @@ struct GestureRecognizerTests {
             #expect(throws: GestureTemplateError.badSpread) { try GestureTemplate.decode(bytes) }
         case 1: bytes[52] = 31
             #expect(throws: GestureTemplateError.self) { try GestureTemplate.decode(bytes) }
-        default: bytes[4] = 3
+        default: bytes[4] = 4
             #expect(throws: GestureTemplateError.unsupportedVersion) { try GestureTemplate.decode(bytes) }
         }
     }

@@ -32,7 +32,22 @@ struct GestureWireTests {
         (" puff-gesture:1:10x10:t 1,1", .notAGesture),
         ("puff-gesture:", .unsupportedVersion),
         ("puff-gesture::10x10:t 1,1", .unsupportedVersion),
-        ("puff-gesture:2:10x10:t 1,1", .unsupportedVersion),
+        ("puff-gesture:3:10x10:t 1,1", .unsupportedVersion),
+        ("puff-gesture:02:10x10:2x2:t 1,1", .unsupportedVersion),
+        ("puff-gesture:2:10x10:t 1,1", .malformedNumber),           // version 2 needs the cell
+        ("puff-gesture:2:10x10:", .malformedNumber),
+        ("puff-gesture:2:10x10:2x2", .badResolution),
+        ("puff-gesture:2:10x10:2,2:t 1,1", .malformedNumber),
+        ("puff-gesture:2:10x10:2x:t 1,1", .malformedNumber),
+        ("puff-gesture:2:10x10:x2:t 1,1", .malformedNumber),
+        ("puff-gesture:2:10x10:0x2:t 1,1", .badResolution),
+        ("puff-gesture:2:10x10:2x0.0001:t 1,1", .badResolution),    // rounds to 0
+        ("puff-gesture:2:10x10:10.001x2:t 1,1", .badResolution),    // wider than the picture
+        ("puff-gesture:2:10x10:2x10.5:t 1,1", .badResolution),
+        ("puff-gesture:2:10x10:-2x2:t 1,1", .malformedNumber),
+        ("puff-gesture:2:10x10:2x2x2:t 1,1", .malformedNumber),
+        ("puff-gesture:2:10x10:1234567890123x2:t 1,1", .numberTooLong),
+        ("puff-gesture:2:10x10:2x2;t 1,1", .badResolution),
         ("puff-gesture:01:10x10:t 1,1", .unsupportedVersion),
         ("puff-gesture:1.0:10x10:t 1,1", .unsupportedVersion),
         ("puff-gesture:12:10x10:t 1,1", .unsupportedVersion),
@@ -113,7 +128,24 @@ struct GestureWireTests {
         "puff-gesture:1:100000x100000:t 100000,100000",
         "puff-gesture:1:1x1:t 1,1",
         "puff-gesture:1:000010x10:t 1,1",
+        "puff-gesture:2:10x10:10x10:t 1,1",       // a cell as large as the picture
+        "puff-gesture:2:10x10:0.001x0.001:p 1,1 2,2",
     ]
+
+    @Test("version 2 declares the input's cell; serialize writes it back, and version 1 without one")
+    func resolution() throws {
+        let text = "puff-gesture:2:1000x750:13.889x27.778:p 6.944,13.889 20.833,13.889;t 493.056,402.778"
+        let gesture = try GestureWire.parse(Array(text.utf8))
+        #expect(gesture.resolution == GestureResolution(width: 13.889, height: 27.778))
+        #expect(gesture.parts.count == 2)
+        #expect(String(decoding: GestureWire.serialize(gesture), as: UTF8.self) == text)
+        var plain = gesture
+        plain.resolution = nil
+        #expect(String(decoding: GestureWire.serialize(plain), as: UTF8.self).hasPrefix("puff-gesture:1:1000x750:p "))
+        var wrong = gesture
+        wrong.resolution = GestureResolution(width: 1001, height: 1)
+        #expect(throws: GestureFormatError.badResolution) { try wrong.validate() }
+    }
 
     @Test("accepts messages at the edges of the rules", arguments: acceptances)
     func accepts(text: String) throws {

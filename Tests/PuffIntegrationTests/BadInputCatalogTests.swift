@@ -311,7 +311,9 @@ extension LoggingTests {
         static let violations: [Violation] = [
             Violation(name: "non-printable byte (tab)", wire: size + "t 300,80\tt", reason: "nonPrintableByte"),
             Violation(name: "trailing newline", wire: size + "t 300,80\n", reason: "nonPrintableByte"),
-            Violation(name: "unsupported version", wire: "puff-gesture:2:400x300:t 300,80", reason: "unsupportedVersion"),
+            Violation(name: "unsupported version", wire: "puff-gesture:3:400x300:t 300,80", reason: "unsupportedVersion"),
+            Violation(name: "version 2 without its cell", wire: "puff-gesture:2:400x300:t 300,80", reason: "malformedNumber"),
+            Violation(name: "version 2 with an empty cell", wire: "puff-gesture:2:400x300:0x5:t 300,80", reason: "badResolution"),
             Violation(name: "missing size", wire: "puff-gesture:1::t 300,80", reason: "badSize"),
             Violation(name: "zero size", wire: "puff-gesture:1:0x0:t 0,0", reason: "badSize"),
             Violation(name: "no parts", wire: size, reason: "noParts"),

@@ -344,7 +344,41 @@ struct AuthenticatorTests {
         #expect(try records.loadPicture(account.name) == second)
     }
 
-    @Test("a version-1 gesture template logs in and is migrated to version 2 by that success")
+    @Test("a version-2 gesture template logs in by the version-2 rules and is migrated to version 3 by that success")
+    func versionTwoMigrates() throws {
+        let scratch = try ScratchDirectory()
+        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        let account = try root()
+        // A version-2 template stores each path as 32 points along it.
+        func line(_ x0: Double, _ y0: Double, _ x1: Double, _ y1: Double) -> GesturePart {
+            GesturePart(kind: .path, points: (0..<32).map {
+                GesturePoint(x: x0 + (x1 - x0) * Double($0) / 31, y: y0 + (y1 - y0) * Double($0) / 31)
+            })
+        }
+        func gesture(tapX: Double) -> Gesture {
+            Gesture(width: 1000, height: 750, parts: [line(100, 600, 410, 383), GesturePart(kind: .tap, points: [GesturePoint(x: tapX, y: 300)]),
+                                                      line(850, 155, 850, 558)])
+        }
+        let drawn = gesture(tapX: 650)
+        let wire = String(decoding: GestureWire.serialize(drawn), as: UTF8.self)
+        let old = try GestureTemplate(width: 1000, height: 750, settings: .standard, parts: drawn.parts, spreads: [0, 0, 0])
+        #expect(old.version == 2)
+        try authenticator.storeGesture(old, picture: [0x89, 0x50, 1, 2, 3], for: account)
+        // The tap 45 px off: version 2 refuses it (place), and nothing is migrated by a failure.
+        let far = String(decoding: GestureWire.serialize(gesture(tapX: 695)), as: UTF8.self)
+        guard case .failure = try attempt(authenticator, far) else {
+            Issue.record("a version-2 template accepted a tap 45 px off")
+            return
+        }
+        #expect(try #require(try authenticator.openGesture(of: account)).template.version == 2)
+        #expect(try attempt(authenticator, wire) == .success(rehashed: true))
+        let migrated = try #require(try authenticator.openGesture(of: account)).template
+        #expect(migrated.version == 3)
+        #expect(migrated == old.upgraded())
+        #expect(try attempt(authenticator, wire) == .success(rehashed: false))
+    }
+
+    @Test("a version-1 gesture template logs in and is migrated to version 3 by that success")
     func versionOneMigrates() throws {
         let scratch = try ScratchDirectory()
         var debugOptions = options(scratch)
@@ -357,7 +391,7 @@ struct AuthenticatorTests {
         try authenticator.storeGesture(old, picture: [0x89, 0x50, 1, 2, 3], for: account)
         #expect(try attempt(authenticator, wire) == .success(rehashed: true))
         let migrated = try #require(try authenticator.openGesture(of: account)).template
-        #expect(migrated.version == 2)
+        #expect(migrated.version == 3)
         #expect(migrated == old.upgraded())
         #expect(try attempt(authenticator, wire) == .success(rehashed: false))
         // With debug the log detail names the failing part and rule, and no coordinate.

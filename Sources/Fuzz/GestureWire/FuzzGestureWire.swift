@@ -15,17 +15,23 @@ let fixedTemplate: GestureTemplate? = {
     return try? GestureEnroller.build(from: gesture)
 }()
 
-/// The same gesture as a version-2 template (what enrollment writes today).
-let fixedTemplateV2: GestureTemplate? = {
+/// The same gesture as a version-3 template (what enrollment writes today).
+let fixedTemplateV3: GestureTemplate? = {
     let message = Array("puff-gesture:1:1000x750:p 100,120 300,140 500,200;t 500,400;p 800,100 800,600".utf8)
     guard let gesture = try? GestureWire.parse(message) else { return nil }
     return try? GestureEnroller.build(drawings: [gesture, gesture])
 }()
 
+/// The same parts as a version-2 template (what records enrolled before version 3 hold).
+let fixedTemplateV2: GestureTemplate? = fixedTemplateV3.flatMap {
+    try? GestureTemplate(width: $0.width, height: $0.height, settings: .standard, parts: $0.parts,
+                         spreads: $0.parts.map { _ in 0.004 })
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzGestureWire(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let input = Fuzz.input(data, size)
-    guard let template = fixedTemplate, let templateV2 = fixedTemplateV2 else {
+    guard let template = fixedTemplate, let templateV2 = fixedTemplateV2, let templateV3 = fixedTemplateV3 else {
         Fuzz.require(false, "the fixed template does not build")
         return 0
     }
@@ -51,6 +57,20 @@ public func fuzzGestureWire(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
     Fuzz.require(resultV2.passed == (resultV2.failure == nil), "passed and failure disagree (v2)")
     Fuzz.require(resultV2.passed || resultV2.failure != .partMismatch || resultV2.detail != nil,
                  "a v2 part mismatch without a part and rule")
+    let resultV3 = GestureMatcher.verify(templateV3, gesture)
+    Fuzz.require(!resultV3.passed || sizeMatches, "a gesture of another picture size passed (v3)")
+    Fuzz.require(resultV3.passed == (resultV3.failure == nil), "passed and failure disagree (v3)")
+    Fuzz.require(resultV3.passed || resultV3.failure != .partMismatch || resultV3.detail != nil,
+                 "a v3 part mismatch without a part and rule")
+    // A declared cell, however coarse, buys no room in the score: only the overflow rule
+    // looks at it, so an attempt that passes with a declaration passes without one, or fails
+    // only its overflow rule.
+    if gesture.resolution != nil, resultV3.passed {
+        var plain = gesture
+        plain.resolution = nil
+        let without = GestureMatcher.verify(templateV3, plain)
+        Fuzz.require(without.passed || without.detail?.rule == .overflow, "a declared cell widened the v3 score")
+    }
 
     // Enrolling the attempt itself exercises interpolation and rasterization on hostile input.
     if let own = try? GestureEnroller.build(from: gesture) {
@@ -59,11 +79,11 @@ public func fuzzGestureWire(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
         Fuzz.require(selfCheck.passed || !onlyTaps,
                      "taps do not verify against their own template: \(String(describing: selfCheck.failure))")
     }
-    // Version 2: a gesture that enrolls always verifies against its own template, and the
-    // template survives its encoding.
+    // Version 3: a gesture that enrolls (given twice, as a script does) always verifies
+    // against its own template, and the template survives its encoding.
     if let own = try? GestureEnroller.build(drawings: [gesture, gesture]) {
-        Fuzz.require(GestureMatcher.verify(own, gesture).passed, "a drawing does not verify against its own v2 template")
-        Fuzz.require((try? GestureTemplate.decode(own.encode())) == own, "a v2 template does not survive its encoding")
+        Fuzz.require(GestureMatcher.verify(own, gesture).passed, "a drawing does not verify against its own v3 template")
+        Fuzz.require((try? GestureTemplate.decode(own.encode())) == own, "a v3 template does not survive its encoding")
     }
     return 0
 }

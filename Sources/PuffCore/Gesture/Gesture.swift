@@ -10,13 +10,41 @@ public struct Gesture: Equatable, Sendable {
     public var height: Int
     /// The parts in drawing order.
     public var parts: [GesturePart]
+    /// The input's resolution as the client declared it (wire version 2), or nil: every point
+    /// may be up to half a cell off in each direction (a terminal reports cells, not pixels).
+    /// Enrollment raises the learned spreads' floors by the cell's error, and the overflow rule
+    /// allows a login for it; a login's declaration never widens the score (`GestureConsensus`).
+    public var resolution: GestureResolution?
 
     /// Creates a gesture without checking it; call `validate()` before trusting it.
-    public init(width: Int, height: Int, parts: [GesturePart]) {
+    public init(width: Int, height: Int, parts: [GesturePart], resolution: GestureResolution? = nil) {
         self.width = width
         self.height = height
         self.parts = parts
+        self.resolution = resolution
     }
+}
+
+/// The size of the input's cell in picture pixels: a client whose input names cells (puff-pad
+/// in a terminal) sends each cell's centre and declares the cell here.
+public struct GestureResolution: Equatable, Sendable {
+    /// Cell width in picture pixels, greater than 0 and at most the picture's width.
+    public var width: Double
+    /// Cell height in picture pixels, greater than 0 and at most the picture's height.
+    public var height: Double
+
+    /// Creates a resolution without checking it (`Gesture.validate()` checks it).
+    public init(width: Double, height: Double) {
+        self.width = width
+        self.height = height
+    }
+
+    /// The largest cell side the matcher allows for, as a fraction of the picture's longest
+    /// side: 3 %, which covers puff-pad's cells in a 100×30 terminal (13.9 × 27.8 px on a
+    /// 1000×750 picture). A coarser declaration is accepted but allowed for only up to this,
+    /// so declaring a huge cell buys an attacker nothing more (docs/gesture-format.md measures
+    /// the attacks with attempts that declare 30 × 30 px on a 1000 px side).
+    public static let maximumCell = 0.03
 }
 
 /// One part of a gesture: a tap or a single stroke.
@@ -83,7 +111,8 @@ extension Gesture {
     /// Checks the structural rules every gesture must meet before any geometry is done:
     /// a picture size of 1…100000 pixels per side, 1…16 parts, a tap with exactly one point,
     /// a path with at least two, and every coordinate finite and inside the picture
-    /// (0…width, 0…height, both edges inclusive). Rules are checked in that order.
+    /// (0…width, 0…height, both edges inclusive). Rules are checked in that order; then a
+    /// declared resolution must be positive and at most the picture's size.
     ///
     /// The per-part point limit of the wire format is not applied here: work on gestures
     /// built in code is bounded by `GestureLimits.maximumInterpolatedPoints`.
@@ -102,6 +131,11 @@ extension Gesture {
                       point.x <= Double(width), point.y <= Double(height)
                 else { throw .coordinateOutsidePicture }
             }
+        }
+        if let resolution {
+            guard resolution.width > 0, resolution.height > 0,
+                  resolution.width <= Double(width), resolution.height <= Double(height)
+            else { throw .badResolution }
         }
     }
 

@@ -82,48 +82,119 @@ public enum GestureEnroller {
     /// Smallest spread of a gesture's parts (the diagonal of the box around every point, in
     /// fractions of the longest side): parts all in one spot make one guess cover them all.
     public static let minimumGestureSpan = 0.12
-    /// A part whose confirmation lies farther than this share of its tolerance from the
-    /// definition counts as "differs a lot": enrollment then asks for a third drawing.
-    public static let thirdDrawingShare = 0.8
-
-    /// Builds a version-2 template from `drawings`: the first defines the gesture, the
-    /// others (confirmations, at least one) must verify against it and teach each part's
-    /// spread, the largest distance of a confirmation to the definition (rounded to
-    /// millionths, as stored).
+    /// Builds a version-3 template from `drawings` (2…`GestureConsensus.maximumDrawings`): the
+    /// consensus of all of them, with the owner's spreads learned from how they differ
+    /// (`GestureConsensus`). Every drawing must pass the strength checks, have the parts of the
+    /// first, and verify against the consensus as a typical drawing of this owner would (its
+    /// spreads shrunk to those of a drawing inside the consensus), and no spread may exceed its
+    /// ceiling by more than `GestureConsensus.refusalFactor`: an owner that inconsistent would
+    /// fail often and be given room onlookers pass, so is refused. With four or
+    /// more drawings, one that does not fit may be left out (a slip), the rest deciding.
     ///
     /// Refuses, with a reason the user can act on: fewer than `minimumVersion2Parts` parts,
-    /// parts all in one spot, a path shorter than `minimumPathLength`, and confirmations that
-    /// do not match the definition.
+    /// parts all in one spot, a path shorter than `minimumPathLength`, and drawings that do not
+    /// match each other.
     public static func build(drawings: [Gesture],
                              settings: GestureRecognizerSettings = .standard) throws(GestureEnrollmentError) -> GestureTemplate {
         guard let definition = drawings.first else { throw .noParts }
-        let template = try define(definition, settings: settings)
-        var spreads = Array(repeating: 0.0, count: template.parts.count)
+        let first = try define(definition, settings: settings)
+        guard drawings.count >= 2 else { throw .confirmationMismatch(nil) }
+        guard drawings.count <= GestureConsensus.maximumDrawings else { throw .tooComplex }
+        var resampled = [GestureConsensus.units(of: first)]
+        let side = Double(max(first.width, first.height))
+        var cellVariance = GestureConsensus.cellVariance(definition.resolution, longest: side)
+        var cell = GestureConsensus.cell(definition.resolution, longest: side)
         for drawing in drawings.dropFirst() {
-            let result = GestureMatcher.verify(template, drawing)
-            guard result.passed, result.parts.count == template.parts.count else {
-                throw .confirmationMismatch(result.detail)
+            let template = try define(drawing, settings: settings)
+            guard template.width == first.width, template.height == first.height,
+                  template.parts.map({ $0.kind }) == first.parts.map({ $0.kind })
+            else {
+                throw .confirmationMismatch(GestureFailureDetail(part: 0, rule: .kind))
             }
-            for (index, part) in result.parts.enumerated() {
-                spreads[index] = max(spreads[index], part.distance)
-            }
+            resampled.append(GestureConsensus.units(of: template))
+            cellVariance = max(cellVariance, GestureConsensus.cellVariance(drawing.resolution, longest: side))
+            let drawingCell = GestureConsensus.cell(drawing.resolution, longest: side)
+            cell = GestureUnitPoint(x: max(cell.x, drawingCell.x), y: max(cell.y, drawingCell.y))
         }
-        let rounded = spreads.map { Double(GestureRounding.nearest($0 * 1_000_000) ?? 0) / 1_000_000 }
-        return GestureTemplate(checkedWidth: template.width, height: template.height, settings: settings,
-                               storedPoints: template.storedPoints, kinds: template.parts.map { $0.kind },
-                               spreads: rounded.map { min(1, max(0, $0)) }, scale: template.scale)
+        let kinds = first.parts.map { $0.kind }
+        var candidates = [Array(resampled.indices)]
+        if resampled.count >= 4 {
+            for left in resampled.indices { candidates.append(resampled.indices.filter { $0 != left }) }
+        }
+        var chosen: GestureConsensus.Model?
+        var firstRefusal: GestureFailureDetail?
+        for candidate in candidates {
+            let subset = candidate.map { resampled[$0] }
+            let learned = GestureConsensus.learn(subset, kinds: kinds, settings: settings, cellVariance: cellVariance)
+            let model = learned.model
+            if let refusal = learned.refusal() {
+                if firstRefusal == nil { firstRefusal = refusal }
+                continue
+            }
+            // A drawing inside a consensus of K lies (K − 1)/(K + 1) as far from it, in variance,
+            // as a later login does.
+            let k = Double(subset.count)
+            var refusal: GestureFailureDetail?
+            for drawing in subset {
+                let result = GestureConsensus.evaluate(model, drawn: drawing, drawnKinds: kinds, cell: cell, varianceScale: (k - 1) / (k + 1))
+                if !result.passed {
+                    refusal = result.detail
+                    break
+                }
+            }
+            if let refusal {
+                if firstRefusal == nil { firstRefusal = refusal }
+                continue
+            }
+            if let best = chosen, spreadSum(best) <= spreadSum(model) { continue }
+            chosen = model
+        }
+        guard let model = chosen else { throw .confirmationMismatch(firstRefusal) }
+        // The settings' own lower bound (0.2 %) is below every floor at the default factor and
+        // reached only at the smallest gesture_tolerance.
+        guard let stored = try? GestureRecognizerSettings(placeTolerance: max(0.002, model.placeSpread),
+                                                          shapeTolerance: model.shapeCap,
+                                                          shiftLimit: max(0.002, model.shiftSpread), overflow: model.overflow)
+        else { throw .confirmationMismatch(nil) }
+        let storedPoints = model.stored.enumerated().map { index, part -> [GestureMilliPoint] in
+            let points = kinds[index] == .tap ? [part[0]] : part
+            return points.map { first.scale.milliPoint($0) }
+        }
+        let spreads = model.shapeSpreads.map { Double(GestureRounding.nearest($0 * 1_000_000) ?? 0) / 1_000_000 }
+        return GestureTemplate(checkedWidth: first.width, height: first.height, settings: stored,
+                               storedPoints: storedPoints, kinds: kinds,
+                               spreads: spreads.map { min(1, max(0, $0)) }, scale: first.scale, version: 3)
     }
 
-    /// Whether `confirmation` passes against the template of `definition` but some part lies
-    /// farther than `thirdDrawingShare` of its tolerance: the two differ a lot, and a third
-    /// drawing tells whether the user is inconsistent or made a slip.
-    public static func differsALot(_ definition: Gesture, _ confirmation: Gesture,
-                                   settings: GestureRecognizerSettings = .standard) -> Bool {
-        guard let template = try? define(definition, settings: settings) else { return false }
-        let result = GestureMatcher.verify(template, confirmation)
-        return result.passed && result.parts.contains {
-            $0.placeScore > 4
-                || $0.shapeDistance > thirdDrawingShare * settings.shapeTolerance
+    private static func spreadSum(_ model: GestureConsensus.Model) -> Double {
+        model.placeSpread + model.shiftSpread + model.shapeSpreads.reduce(0, +)
+    }
+
+    /// What enrollment asks for after `drawings`, the drawings so far: the definition is
+    /// checked for strength and a confirmation asked for; a confirmation identical to the
+    /// definition (a line given twice by a script) completes it, any other is followed by a
+    /// third drawing, and the consensus of the three is built; when the three do not agree, one
+    /// more drawing is asked for before refusing, and the four decide (one may be left out).
+    /// Throws the reason when the drawings so far are refused.
+    public static func next(after drawings: [Gesture],
+                            settings: GestureRecognizerSettings = .standard) throws(GestureEnrollmentError) -> GestureEnrollmentStep {
+        switch drawings.count {
+        case 0:
+            throw .noParts
+        case 1:
+            _ = try define(drawings[0], settings: settings)
+            return .confirm
+        case 2 where drawings[0] != drawings[1]:
+            _ = try define(drawings[1], settings: settings)
+            return .onceMore
+        case 3:
+            do {
+                return .done(try build(drawings: drawings, settings: settings))
+            } catch .confirmationMismatch {
+                return .oneMore
+            }
+        default:
+            return .done(try build(drawings: drawings, settings: settings))
         }
     }
 
@@ -200,8 +271,21 @@ public enum GestureEnrollmentError: Error, Equatable, Sendable {
     case tooFewParts(Int)
     /// Version 2: every part lies within `minimumGestureSpan` of the others.
     case allInOneSpot
-    /// Version 2: a confirmation does not match the definition (the part and rule when known).
+    /// Version 2: a confirmation does not match the definition (the part and rule when known);
+    /// version 3: the drawings do not match each other.
     case confirmationMismatch(GestureFailureDetail?)
+}
+
+/// What enrollment needs next (`GestureEnroller.next(after:)`).
+public enum GestureEnrollmentStep: Equatable, Sendable {
+    /// Draw the gesture again to confirm it.
+    case confirm
+    /// Draw it a third time: the template is the consensus of every drawing.
+    case onceMore
+    /// The drawings do not agree yet: one more drawing before the enrollment is refused.
+    case oneMore
+    /// The template, built.
+    case done(GestureTemplate)
 }
 
 extension GestureEnrollmentError: CustomStringConvertible {
@@ -216,8 +300,8 @@ extension GestureEnrollmentError: CustomStringConvertible {
         case .tooFewParts(let count):
             "the gesture has \(count) part\(count == 1 ? "" : "s"); draw at least \(GestureEnroller.minimumVersion2Parts) (taps, lines, circles), or someone who saw it once could copy it"
         case .allInOneSpot: "all parts are in one spot; spread them over the picture"
-        case .confirmationMismatch(let detail?): "the confirmation does not match the first drawing (\(detail))"
-        case .confirmationMismatch(nil): "the confirmation does not match the first drawing"
+        case .confirmationMismatch(let detail?): "the drawings do not match each other (\(detail))"
+        case .confirmationMismatch(nil): "the drawings do not match each other"
         }
     }
 }

@@ -6,7 +6,7 @@ public enum GestureFormatError: Error, Equatable, Sendable {
     case nonPrintableByte
     /// The message does not start with `puff-gesture:`.
     case notAGesture
-    /// The message starts with `puff-gesture:` but its version is not 1.
+    /// The message starts with `puff-gesture:` but its version is neither 1 nor 2.
     case unsupportedVersion
     /// The picture size is missing, malformed, zero or larger than 100000 pixels.
     case badSize
@@ -39,6 +39,8 @@ public enum GestureFormatError: Error, Equatable, Sendable {
     case coordinateOutsidePicture
     /// A coordinate is NaN or infinite (only possible in gestures built in code).
     case nonFiniteCoordinate
+    /// A declared resolution (version 2) is malformed, zero or larger than the picture.
+    case badResolution
     /// The gesture was drawn on a picture of another size than the enrolled one.
     case pictureSizeMismatch
 }

@@ -35,7 +35,8 @@ public enum GestureMatcher {
         guard attempt.width == template.width, attempt.height == template.height else {
             return GestureMatchResult(failure: .pictureSizeMismatch)
         }
-        if template.version >= 2 { return GestureRecognizer.verify(template, attempt) }
+        if template.version >= 3 { return GestureConsensus.verify(template, attempt) }
+        if template.version == 2 { return GestureRecognizer.verify(template, attempt) }
         guard attempt.parts.count == template.storedPoints.count else {
             return GestureMatchResult(failure: .partCountMismatch)
         }

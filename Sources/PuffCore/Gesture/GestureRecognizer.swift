@@ -110,6 +110,20 @@ enum GestureShape {
         return output
     }
 
+    /// The first point, the midpoint of every two consecutive points, and the last point: a
+    /// report that flickers to a neighbouring cell and back (A, B, A) adds no length, while a
+    /// stroke keeps its ends and its course. Linear in the input.
+    static func midpoints(_ points: [GestureUnitPoint]) -> [GestureUnitPoint] {
+        guard let first = points.first, let last = points.last, points.count > 2 else { return points }
+        var output = [first]
+        output.reserveCapacity(points.count + 1)
+        for (a, b) in zip(points, points.dropFirst()) {
+            output.append(GestureUnitPoint(x: (a.x + b.x) / 2, y: (a.y + b.y) / 2))
+        }
+        output.append(last)
+        return output
+    }
+
     /// Euclidean distance.
     static func distance(_ a: GestureUnitPoint, _ b: GestureUnitPoint) -> Double {
         let dx = a.x - b.x

@@ -16,13 +16,17 @@ public struct GestureTemplate: Equatable, Sendable {
     let storedPoints: [[GestureMilliPoint]]
     /// The sizes derived from the picture and the parameters.
     let scale: GestureScale
-    /// The template version: 1 (raster points, hit counting) or 2 (resampled strokes,
-    /// distances after a common shift; see `GestureRecognizer`).
+    /// The template version: 1 (raster points, hit counting), 2 (resampled strokes,
+    /// distances after a common shift; see `GestureRecognizer`) or 3 (the consensus of every
+    /// enrollment drawing with the owner's learned spreads; see `GestureConsensus`).
     public let version: UInt8
     /// Version 2: the spread of each part learned at enrollment, in fractions of the longest
-    /// side (0 when unknown); empty for version 1.
+    /// side (0 when unknown); version 3: each path's learned shape spread (0 for a tap);
+    /// empty for version 1.
     public let spreads: [Double]
-    /// Version 2: the recognizer's thresholds; `.standard` for version 1 (unused there).
+    /// Version 2: the recognizer's thresholds; version 3: the learned place spread
+    /// (`placeTolerance`), shift spread (`shiftLimit`), the shape cap and the overflow;
+    /// `.standard` for version 1 (unused there).
     public let settings: GestureRecognizerSettings
 
     /// Most points in one part; the raster floor keeps real parts far below it (≈ 40,401).
@@ -72,11 +76,12 @@ public struct GestureTemplate: Equatable, Sendable {
                   storedPoints: storedPoints, kinds: parts.map { $0.kind }, scale: scale)
     }
 
-    /// Creates a version-2 template from stored data, checking a valid picture size, 1…16
-    /// parts, a tap with one point, a path with exactly `GestureShape.samples` points, every
-    /// coordinate in the picture and one finite spread of 0…1 per part.
+    /// Creates a version-2 or version-3 template from stored data, checking a valid picture
+    /// size, 1…16 parts, a tap with one point, a path with exactly `GestureShape.samples`
+    /// points, every coordinate in the picture and one finite spread of 0…1 per part.
     public init(width: Int, height: Int, settings: GestureRecognizerSettings, parts: [GesturePart],
-                spreads: [Double]) throws(GestureTemplateError) {
+                spreads: [Double], version: UInt8 = 2) throws(GestureTemplateError) {
+        guard version == 2 || version == 3 else { throw .unsupportedVersion }
         guard let scale = GestureScale(width: width, height: height, parameters: .standard) else {
             throw .badPictureSize
         }
@@ -102,7 +107,7 @@ public struct GestureTemplate: Equatable, Sendable {
             guard spread >= 0, spread <= 1 else { throw .badSpread }
         }
         self.init(checkedWidth: width, height: height, settings: settings, storedPoints: storedPoints,
-                  kinds: parts.map { $0.kind }, spreads: spreads, scale: scale)
+                  kinds: parts.map { $0.kind }, spreads: spreads, scale: scale, version: version)
     }
 
     /// Creates a version-1 template from points the caller has already checked.
@@ -121,15 +126,17 @@ public struct GestureTemplate: Equatable, Sendable {
         }
     }
 
-    /// Creates a version-2 template from points the caller has already checked.
+    /// Creates a version-2 (or, with `version`, version-3) template from points the caller has
+    /// already checked.
     init(checkedWidth width: Int, height: Int, settings: GestureRecognizerSettings,
-         storedPoints: [[GestureMilliPoint]], kinds: [GesturePartKind], spreads: [Double], scale: GestureScale) {
+         storedPoints: [[GestureMilliPoint]], kinds: [GesturePartKind], spreads: [Double], scale: GestureScale,
+         version: UInt8 = 2) {
         self.width = width
         self.height = height
         self.parameters = .standard
         self.storedPoints = storedPoints
         self.scale = scale
-        self.version = 2
+        self.version = version
         self.spreads = spreads
         self.settings = settings
         self.parts = zip(kinds, storedPoints).map { kind, points in
@@ -137,20 +144,23 @@ public struct GestureTemplate: Equatable, Sendable {
         }
     }
 
-    /// The version-2 form of a version-1 template (itself when already version 2): each
-    /// path's raster points, in order, resampled along their polyline; no learned spread.
-    /// Login uses it to migrate a record after a success, as passcode hashes are rehashed.
+    /// The version-3 form of an older template (itself when already version 3), which login
+    /// stores after a success, as passcode hashes are rehashed. The stored parts become the
+    /// consensus (a version-1 path's raster points resampled along their polyline); a template
+    /// built from one drawing teaches no shape spread, so the shapes get the highest, and the
+    /// place and shift spreads come from version 2's learned spreads (`GestureConsensus.migrated`).
     public func upgraded(settings: GestureRecognizerSettings = .standard) -> GestureTemplate {
-        guard version == 1 else { return self }
+        guard version < 3 else { return self }
         let points = zip(parts.map { $0.kind }, storedPoints).map { kind, points -> [GestureMilliPoint] in
-            guard kind == .path else { return points }
+            guard kind == .path, version == 1 else { return points }
             let longest = Double(max(scale.width, scale.height))
             let units = points.map { GestureUnitPoint(x: Double($0.x) / longest, y: Double($0.y) / longest) }
             return GestureShape.resample(units).map { scale.milliPoint($0) }
         }
-        return GestureTemplate(checkedWidth: width, height: height, settings: settings, storedPoints: points,
-                               kinds: parts.map { $0.kind }, spreads: Array(repeating: 0, count: parts.count),
-                               scale: scale)
+        let learned = GestureConsensus.migrated(kinds: parts.map { $0.kind }, version2Spreads: spreads,
+                                                settings: settings)
+        return GestureTemplate(checkedWidth: width, height: height, settings: learned.settings, storedPoints: points,
+                               kinds: parts.map { $0.kind }, spreads: learned.spreads, scale: scale, version: 3)
     }
 
     /// Templates are equal when their picture, parameters and parts are.

@@ -33,14 +33,18 @@
 ///              2  point count: 1 for a tap, 32 for a path (resampled along its length)
 ///              8  per point: x, y in thousandths of a pixel, 4 bytes each
 ///
+/// Version 3 (`GestureConsensus`) has exactly version 2's layout with version = 3; the four
+/// header numbers are the learned place spread, the shape cap, the learned shift spread and
+/// the overflow, and each part's spread is its learned shape spread (0 for a tap).
+///
 /// Another layer seals the bytes with authenticated encryption; the decoder still trusts
 /// nothing and applies every check of `GestureTemplate.init`.
 extension GestureTemplate {
     /// The first four bytes of every encoded template.
     public static let encodingMagic: [UInt8] = Array("PUFG".utf8)
     /// The newest encoding version: `encode` writes a template's own version, `decode`
-    /// reads 1 and 2.
-    public static let encodingVersion: UInt8 = 2
+    /// reads 1, 2 and 3. Login migrates an older template to this version after a success.
+    public static let encodingVersion: UInt8 = 3
     /// The longest possible valid encoding: 16 parts of `maximumPointsPerPart` points.
     public static let maximumEncodedSize = 46 + GestureLimits.maximumParts * (3 + maximumPointsPerPart * 8)
 
@@ -87,7 +91,7 @@ extension GestureTemplate {
             reader.advance()
         }
         let version = try read(&reader, byteCount: 1)
-        guard version == 1 || version == 2 else { throw .unsupportedVersion }
+        guard version >= 1, version <= 3 else { throw .unsupportedVersion }
         let width = try readInt(&reader, byteCount: 4)
         let height = try readInt(&reader, byteCount: 4)
         let first = Double(bitPattern: try read(&reader, byteCount: 8))
@@ -119,7 +123,7 @@ extension GestureTemplate {
             case 2: kind = .path
             default: throw .badPartKind
             }
-            if version == 2 {
+            if version >= 2 {
                 let millionths = try readInt(&reader, byteCount: 4)
                 guard millionths <= 1_000_000 else { throw .badSpread }
                 spreads.append(Double(millionths) / 1_000_000)
@@ -135,8 +139,9 @@ extension GestureTemplate {
             parts.append(GesturePart(kind: kind, points: points))
         }
         guard reader.isAtEnd else { throw .trailingBytes }
-        if version == 2 {
-            return try GestureTemplate(width: width, height: height, settings: settings, parts: parts, spreads: spreads)
+        if version >= 2 {
+            return try GestureTemplate(width: width, height: height, settings: settings, parts: parts, spreads: spreads,
+                                       version: UInt8(truncatingIfNeeded: version))
         }
         return try GestureTemplate(width: width, height: height, parameters: parameters, parts: parts)
     }

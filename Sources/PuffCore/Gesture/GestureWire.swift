@@ -14,14 +14,24 @@
 /// check, so `1000.0004` on a 1000-pixel side is inside. The edge itself (x = W) is inside:
 /// a helper scaling a touch on the last pixel row may land exactly on it.
 ///
-/// Compatibility: later versions may add optional fields, under a new version number; a
-/// version 1 message must stay accepted, and this parser stays strict about version 1 so a
-/// message has exactly one reading.
+/// Version 2 adds one field after the size, the input's resolution (`GestureResolution`): the
+/// size of the cell a point may lie anywhere in, in picture pixels, as two numbers of the
+/// same grammar as coordinates, each greater than 0 and at most the picture's side:
+///
+///     puff-gesture:2:<W>x<H>:<cell width>x<cell height>:<part>;<part>;...
+///
+/// Example: `puff-gesture:2:1000x750:13.889x27.778:p 6.944,13.889 20.833,13.889;t 500,402.778`.
+///
+/// Compatibility: later versions may add optional fields, under a new version number; version
+/// 1 and 2 messages must stay accepted, and this parser stays strict about both so a message
+/// has exactly one reading.
 public enum GestureWire {
     /// The bytes every gesture message starts with.
     public static let prefix: [UInt8] = Array("puff-gesture:".utf8)
-    /// The only version this parser reads and the writer produces.
+    /// The version of a message without a declared resolution; the parser reads it and 2.
     public static let version = 1
+    /// The version of a message that declares its input's resolution.
+    public static let resolutionVersion = 2
 
     /// Parses a gesture message without copying it. Checks run in this order: length, printable
     /// bytes, prefix, version, picture size, then each part left to right.
@@ -49,7 +59,8 @@ public enum GestureWire {
     }
 
     /// Writes the canonical message for `gesture`: integers without a fraction, fractions
-    /// with at most three decimals and no trailing zeros, single spaces.
+    /// with at most three decimals and no trailing zeros, single spaces; version 2 with the
+    /// resolution when the gesture declares one, else version 1.
     ///
     /// For every message `m` the parser accepts, `serialize(parse(m))` is canonical and parses
     /// to the same gesture. A gesture that fails `validate()` is written without repair, so the
@@ -61,14 +72,20 @@ public enum GestureWire {
         // (A coordinate takes at most 21 bytes: a sign, 16 digits, a point and 3 decimals.)
         let points = gesture.parts.reduce(0) { $0 + $1.points.count }
         var output: [UInt8] = []
-        output.reserveCapacity(prefix.count + 3 * 21 + 4 + 2 * gesture.parts.count + 48 * points)
+        output.reserveCapacity(prefix.count + 5 * 21 + 6 + 2 * gesture.parts.count + 48 * points)
         output.append(contentsOf: prefix)
-        GestureDecimal.appendInteger(version, to: &output)
+        GestureDecimal.appendInteger(gesture.resolution == nil ? version : resolutionVersion, to: &output)
         output.append(UInt8(ascii: ":"))
         GestureDecimal.appendInteger(gesture.width, to: &output)
         output.append(UInt8(ascii: "x"))
         GestureDecimal.appendInteger(gesture.height, to: &output)
         output.append(UInt8(ascii: ":"))
+        if let resolution = gesture.resolution {
+            appendCoordinate(resolution.width, to: &output)
+            output.append(UInt8(ascii: "x"))
+            appendCoordinate(resolution.height, to: &output)
+            output.append(UInt8(ascii: ":"))
+        }
         for (partIndex, part) in gesture.parts.enumerated() {
             if partIndex > 0 { output.append(UInt8(ascii: ";")) }
             switch part.kind {
@@ -106,9 +123,22 @@ public enum GestureWire {
 
         var reader = GestureByteReader(bytes)
         guard reader.consume(prefix) else { throw .notAGesture }
-        try readVersion(&reader)
+        let declaresResolution = try readVersion(&reader) == resolutionVersion
         let width = try readSide(&reader, terminator: UInt8(ascii: "x"))
         let height = try readSide(&reader, terminator: UInt8(ascii: ":"))
+        var resolution: GestureResolution?
+        if declaresResolution {
+            let cellWidth = try readNumber(&reader, until: UInt8(ascii: "x"))
+            guard reader.consume(UInt8(ascii: "x")) else { throw .badResolution }
+            let cellHeight = try readNumber(&reader, until: UInt8(ascii: ":"))
+            guard reader.consume(UInt8(ascii: ":")) else { throw .badResolution }
+            guard cellWidth > 0, cellHeight > 0,
+                  cellWidth <= width * GestureDecimal.milliPerPixel,
+                  cellHeight <= height * GestureDecimal.milliPerPixel
+            else { throw .badResolution }
+            resolution = GestureResolution(width: GestureDecimal.pixels(milli: cellWidth),
+                                           height: GestureDecimal.pixels(milli: cellHeight))
+        }
         guard !reader.isAtEnd else { throw .noParts }
 
         let bounds = (x: width * GestureDecimal.milliPerPixel, y: height * GestureDecimal.milliPerPixel)
@@ -119,19 +149,21 @@ public enum GestureWire {
             // readPart stops only at the end or at a `;`.
             guard reader.consume(UInt8(ascii: ";")) else { break }
         }
-        return Gesture(width: width, height: height, parts: parts)
+        return Gesture(width: width, height: height, parts: parts, resolution: resolution)
     }
 
-    private static func readVersion<Bytes>(_ reader: inout GestureByteReader<Bytes>) throws(GestureFormatError) {
+    /// Reads the version, a single digit 1 or 2, and the colon after it.
+    private static func readVersion<Bytes>(_ reader: inout GestureByteReader<Bytes>) throws(GestureFormatError) -> Int {
         var length = 0
-        var isOne = false
+        var value = 0
         while let byte = reader.peek(), byte != UInt8(ascii: ":") {
             length += 1
-            isOne = length == 1 && byte == UInt8(ascii: "1")
+            value = length == 1 ? (reader.peekDigit() ?? 0) : 0
             reader.advance()
         }
-        guard isOne else { throw .unsupportedVersion }
+        guard value == version || value == resolutionVersion else { throw .unsupportedVersion }
         guard reader.consume(UInt8(ascii: ":")) else { throw .badSize }
+        return value
     }
 
     /// Reads 1…6 digits followed by `terminator`; the value must be 1…100000.
@@ -169,9 +201,9 @@ public enum GestureWire {
             guard let next = reader.peek(), next != UInt8(ascii: " "), next != UInt8(ascii: ";")
             else { throw .misplacedSpace }
             guard points.count < GestureLimits.maximumWirePointsPerPart else { throw .tooManyPoints }
-            let x = try readNumber(&reader)
+            let x = try readNumber(&reader, until: UInt8(ascii: ","))
             guard reader.consume(UInt8(ascii: ",")) else { throw .malformedPoint }
-            let y = try readNumber(&reader)
+            let y = try readNumber(&reader, until: UInt8(ascii: ","))
             if let next = reader.peek(), next != UInt8(ascii: " "), next != UInt8(ascii: ";") {
                 throw .trailingGarbage
             }
@@ -186,8 +218,9 @@ public enum GestureWire {
         return GesturePart(kind: kind, points: points)
     }
 
-    /// Reads one number up to `,`, ` `, `;` or the end and returns it in milli-pixels.
-    private static func readNumber<Bytes>(_ reader: inout GestureByteReader<Bytes>) throws(GestureFormatError) -> Int {
+    /// Reads one number up to `terminator`, ` `, `;` or the end and returns it in milli-pixels.
+    private static func readNumber<Bytes>(_ reader: inout GestureByteReader<Bytes>,
+                                          until terminator: UInt8) throws(GestureFormatError) -> Int {
         var length = 0
         var whole = 0
         var fraction = 0
@@ -195,7 +228,7 @@ public enum GestureWire {
         var wholeDigits = 0
         var sawPoint = false
         while let byte = reader.peek(),
-              byte != UInt8(ascii: ","), byte != UInt8(ascii: " "), byte != UInt8(ascii: ";") {
+              byte != terminator, byte != UInt8(ascii: " "), byte != UInt8(ascii: ";") {
             length += 1
             guard length <= GestureLimits.maximumNumberLength else { throw .numberTooLong }
             if let digit = reader.peekDigit() {
