@@ -10,6 +10,7 @@
 //   puff-pad      the terminal pad: gestures drawn on the picture, a PAM login
 //   PuffScreen    the lock screen's drawing and input (Xlib, cairo): puff-lock and the LightDM greeter
 //   puff-lock     the X11 screen locker: the picture password on the desktop
+//   puff-greeter  the LightDM greeter: the picture password at the login screen
 // The module is linked with the Swift runtime statically by the Makefile (see `make module`);
 // those flags break `swift test` linking, so they stay out of this file.
 import PackageDescription
@@ -22,6 +23,7 @@ let package = Package(
         .executable(name: "puff-check", targets: ["puff-check"]),
         .executable(name: "puff-pad", targets: ["puff-pad"]),
         .executable(name: "puff-lock", targets: ["puff-lock"]),
+        .executable(name: "puff-greeter", targets: ["puff-greeter"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -90,6 +92,14 @@ let package = Package(
         .executableTarget(name: "puff-lock", dependencies: [
             "PuffCore", "PuffPlatform", "PuffScreen", "CPAM", "CStb", "CLockX",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // liblightdm-gobject-1 for the LightDM greeter (and the seccomp filter of its picture decoder).
+        .systemLibrary(name: "CLightDM", path: "Sources/CLightDM", pkgConfig: "liblightdm-gobject-1",
+                       providers: [.apt(["liblightdm-gobject-dev"])]),
+        // The LightDM greeter: runs as LightDM's account, draws with PuffScreen, answers the
+        // daemon's PAM conversation; pictures decoded in a confined child.
+        .executableTarget(name: "puff-greeter", dependencies: [
+            "PuffCore", "PuffPlatform", "PuffScreen", "CLockX", "CStb", "CLightDM",
         ]),
         // Seeded randomness and trigonometry for the gesture simulations and tests (not for secrets).
         .target(name: "PuffSimulation"),

@@ -4,6 +4,7 @@
 set -euo pipefail
 DEB=$1
 LOCKER_DEB=$2
+GREETER_DEB=$3
 TERM_PY="/usr/bin/python3 /tmp/deb-test-term.py"
 PASSCODE=604917
 PASSWORD='Sys-Pass-9071'
@@ -19,8 +20,9 @@ ok "no Swift toolchain (/opt/swift is empty, swift not on PATH)"
 rm -f /etc/dpkg/dpkg.cfg.d/excludes
 find /etc/pam.d /usr/share/pam-configs /var/lib/pam -type f -exec sha256sum {} + | sort > /tmp/pam-before
 
-dpkg -i "$DEB" "$LOCKER_DEB" > /tmp/dpkg-i.log 2>&1 || { cat /tmp/dpkg-i.log; fail "dpkg -i"; }
-ok "dpkg -i $(basename "$DEB") $(basename "$LOCKER_DEB")"
+alternative_before=$(update-alternatives --query lightdm-greeter 2>/dev/null | sed -n 's/^Value: //p')
+dpkg -i "$DEB" "$LOCKER_DEB" "$GREETER_DEB" > /tmp/dpkg-i.log 2>&1 || { cat /tmp/dpkg-i.log; fail "dpkg -i"; }
+ok "dpkg -i $(basename "$DEB") $(basename "$LOCKER_DEB") $(basename "$GREETER_DEB")"
 grep -q 'pam_puff.so nullok' /etc/pam.d/common-auth && fail "Puff is active before pam-auth-update --enable puff"
 ok "installing does not enable Puff's prompt (profile puff is Default: no)"
 
@@ -36,11 +38,24 @@ dpkg-deb -f "$LOCKER_DEB" Depends | grep -q 'libcairo2' || fail "puff-lock does 
 dpkg-deb -f "$DEB" Depends | grep -qE 'libcairo|libx11' && fail "libpam-puff depends on X11 or cairo"
 lock_version=$(/usr/bin/puff-lock --version) || fail "puff-lock --version"
 /usr/bin/puff-lock --help > /tmp/puff-lock-help.txt 2>&1 || fail "puff-lock --help"
-grep -q 'xss-lock -- puff-lock' /tmp/puff-lock-help.txt || { cat /tmp/puff-lock-help.txt; fail "puff-lock --help does not say how to use it"; }
+# (The help is wrapped to the terminal's width: the words may be split across lines.)
+tr -s ' \n' '  ' < /tmp/puff-lock-help.txt | grep -q 'xss-lock -- puff-lock' || { cat /tmp/puff-lock-help.txt; fail "puff-lock --help does not say how to use it"; }
 readelf -d /usr/bin/puff-lock | grep -qE 'RUNPATH|RPATH' && fail "puff-lock has a RUNPATH"
 ldd /usr/bin/puff-lock | grep -q 'not found' && fail "puff-lock: $(ldd /usr/bin/puff-lock | grep 'not found')"
 [ -f /etc/pam.d/puff-lock ] || fail "no /etc/pam.d/puff-lock"
 ok "/usr/bin/puff-lock --version: $lock_version, --help; every library found; /etc/pam.d/puff-lock installed"
+# The login screen, its own package: LightDM's greeter through Debian's alternative.
+greeter_version=$(/usr/sbin/puff-greeter --version) || fail "puff-greeter --version"
+readelf -d /usr/sbin/puff-greeter | grep -qE 'RUNPATH|RPATH' && fail "puff-greeter has a RUNPATH"
+ldd /usr/sbin/puff-greeter | grep -q 'not found' && fail "puff-greeter: $(ldd /usr/sbin/puff-greeter | grep 'not found')"
+dpkg-deb -f "$GREETER_DEB" Depends | grep -q 'liblightdm-gobject' || fail "puff-greeter does not depend on liblightdm-gobject"
+grep -qx 'Exec=/usr/sbin/puff-greeter' /usr/share/xgreeters/puff-greeter.desktop || fail "the greeter's desktop entry does not run /usr/sbin/puff-greeter"
+[ "$(update-alternatives --query lightdm-greeter | sed -n 's/^Value: //p')" = /usr/share/xgreeters/puff-greeter.desktop ] \
+	|| { update-alternatives --display lightdm-greeter; fail "puff-greeter is not the lightdm-greeter alternative"; }
+[ "$(readlink -f /usr/share/xgreeters/lightdm-greeter.desktop)" = /usr/share/xgreeters/puff-greeter.desktop ] \
+	|| fail "/usr/share/xgreeters/lightdm-greeter.desktop does not lead to puff-greeter.desktop"
+grep -q '^greeter-session=lightdm-greeter' /usr/share/lightdm/lightdm.conf.d/01_debian.conf || fail "Debian's LightDM does not use the alternative"
+ok "/usr/sbin/puff-greeter --version: $greeter_version; selected: lightdm-greeter -> puff-greeter.desktop (was ${alternative_before:-none})"
 [ "$(stat -c '%a %U' /usr/sbin/puff-check)" = "4755 root" ] || fail "puff-check is not setuid root"
 ok "puff-check is 4755 root"
 module=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)/security/pam_puff.so
@@ -142,19 +157,69 @@ out=$($TERM_PY asscode "$PASSCODE" -- setpriv --reuid=puff-deb-alice --regid=puf
 echo "$out" | grep -q 'successfully authenticated' || { echo "$out"; fail "unprivileged login through /usr/sbin/puff-check"; }
 ok "unprivileged login (service puff-pad) through /usr/sbin/puff-check"
 
+# The login screen: Debian's LightDM as installed (greeter-session=lightdm-greeter, the
+# alternative, the lightdm PAM service with common-auth), as root, on an Xvfb of this network
+# namespace; its X server is Xephyr (LightDM nests one when $DISPLAY is set) without the VT
+# argument, and /dev/tty0 is /dev/null so no console is switched. A private system bus.
+mount --bind /dev/null /dev/tty0
+mkdir -p /tmp/lightdm-bin /tmp/markers /run/dbus
+chmod 1777 /tmp/markers
+printf '#!/bin/sh\nfor a; do shift; case "$a" in vt[0-9]*) ;; *) set -- "$@" "$a" ;; esac; done\nexec /usr/bin/Xephyr -screen 1024x768 "$@"\n' > /tmp/lightdm-bin/Xephyr
+printf '#!/bin/sh\nexec /bin/sh -c "$1"\n' > /tmp/lightdm-bin/session-wrapper
+chmod 755 /tmp/lightdm-bin/Xephyr /tmp/lightdm-bin/session-wrapper
+mkdir -p /usr/share/xsessions /etc/lightdm/lightdm.conf.d
+printf '[Desktop Entry]\nName=deb-test\nExec=/bin/sh -c "id -un > /tmp/markers/session-$(id -un)"\nType=Application\n' \
+	> /usr/share/xsessions/puff-deb-test.desktop
+printf '[LightDM]\ndbus-service=false\nuser-authority-in-system-dir=true\n[Seat:*]\nuser-session=puff-deb-test\nsession-wrapper=/tmp/lightdm-bin/session-wrapper\n' \
+	> /etc/lightdm/lightdm.conf.d/50-deb-test.conf
+dbus-daemon --system --fork --print-pid > /tmp/dbus.pid
+Xvfb :93 -screen 0 1024x768x24 -nolisten tcp > /tmp/xvfb.log 2>&1 &
+xvfb=$!
+for _ in $(seq 50); do DISPLAY=:93 xdpyinfo > /dev/null 2>&1 && break; sleep 0.1; done
+DISPLAY=:93 PATH=/tmp/lightdm-bin:$PATH lightdm > /tmp/lightdm.out 2>&1 &
+lightdm=$!
+stop_lightdm() {
+	kill "$lightdm" 2>/dev/null || true
+	for _ in $(seq 100); do kill -0 "$lightdm" 2>/dev/null || break; sleep 0.1; done
+	kill "$xvfb" "$(cat /tmp/dbus.pid)" 2>/dev/null || true
+	umount /dev/tty0 || true
+}
+greeter_log=/var/log/lightdm/seat0-greeter.log
+for _ in $(seq 150); do pgrep -u lightdm -x puff-greeter > /dev/null && [ -s /var/run/lightdm/root/:0 ] && break; sleep 0.1; done
+pgrep -u lightdm -x puff-greeter > /dev/null || { cat /tmp/lightdm.out /var/log/lightdm/lightdm.log; stop_lightdm; fail "LightDM did not start puff-greeter"; }
+grep -q 'Running command /usr/sbin/puff-greeter' /var/log/lightdm/lightdm.log || { stop_lightdm; fail "LightDM ran another greeter"; }
+seat_x() { DISPLAY=:0 XAUTHORITY=/var/run/lightdm/root/:0 "$@"; }
+sleep 2
+seat_x import -window root /tmp/greeter-deb-users.png
+seat_x xdotool type --delay 40 puff-deb-alice
+seat_x xdotool key Return
+sleep 2
+seat_x xdotool type --delay 40 "$PASSCODE"
+seat_x import -window root /tmp/greeter-deb-passcode.png
+seat_x xdotool key Return
+for _ in $(seq 150); do [ -s /tmp/markers/session-puff-deb-alice ] && break; sleep 0.1; done
+[ "$(cat /tmp/markers/session-puff-deb-alice 2>/dev/null)" = puff-deb-alice ] \
+	|| { cat "$greeter_log"; grep -iE 'fail|unable|error|exited' /var/log/lightdm/lightdm.log; grep -v DEBUG /tmp/lightdm.out | tail -20; stop_lightdm; fail "no session after the passcode at the login screen"; }
+stop_lightdm
+ok "LightDM started the installed puff-greeter (the alternative); the Puff passcode typed there started puff-deb-alice's session"
+
 MANPAGER=cat MANWIDTH=80 man pam_puff > /tmp/man.txt 2>&1 || { cat /tmp/man.txt; fail "man pam_puff"; }
 grep -q 'authsucc' /tmp/man.txt || fail "man pam_puff shows no authsucc"
-for page in 5:puff.conf 8:puff-enroll 8:puff-check 1:puff-pad 1:puff-lock; do
+for page in 5:puff.conf 8:puff-enroll 8:puff-check 1:puff-pad 1:puff-lock 8:puff-greeter; do
 	MANPAGER=cat man "${page%%:*}" "${page#*:}" > /dev/null 2>&1 || fail "man ${page#*:}"
 done
-ok "man pam_puff, puff.conf(5), puff-enroll(8), puff-check(8), puff-pad(1), puff-lock(1) open"
+ok "man pam_puff, puff.conf(5), puff-enroll(8), puff-check(8), puff-pad(1), puff-lock(1), puff-greeter(8) open"
 
-dpkg -L libpam-puff puff-lock | sort > /tmp/package-files
+dpkg -L libpam-puff puff-lock puff-greeter | sort > /tmp/package-files
+dpkg --remove puff-greeter > /tmp/dpkg-r.log 2>&1 || { cat /tmp/dpkg-r.log; fail "dpkg --remove puff-greeter"; }
+[ "$(update-alternatives --query lightdm-greeter 2>/dev/null | sed -n 's/^Value: //p')" = "$alternative_before" ] \
+	|| { update-alternatives --display lightdm-greeter; fail "removing puff-greeter did not give the alternative back"; }
+ok "dpkg --remove puff-greeter gives lightdm-greeter back (${alternative_before:-none})"
 dpkg --remove puff-lock libpam-puff > /tmp/dpkg-r.log 2>&1 || { cat /tmp/dpkg-r.log; fail "dpkg --remove"; }
 [ -d /etc/puff ] && [ -d /var/lib/puff ] && [ -e /etc/puff/users/puff-deb-alice ] || fail "dpkg --remove lost the enrollments"
 grep -q pam_puff /etc/pam.d/common-auth && fail "common-auth still names pam_puff after dpkg --remove"
 ok "dpkg --remove keeps /etc/puff and /var/lib/puff and takes Puff out of common-auth"
-dpkg --purge puff-lock libpam-puff > /tmp/dpkg-p.log 2>&1 || { cat /tmp/dpkg-p.log; fail "dpkg --purge"; }
+dpkg --purge puff-greeter puff-lock libpam-puff > /tmp/dpkg-p.log 2>&1 || { cat /tmp/dpkg-p.log; fail "dpkg --purge"; }
 [ ! -e /etc/puff ] && [ ! -e /var/lib/puff ] || fail "dpkg --purge left /etc/puff or /var/lib/puff"
 left=""
 while read -r path; do
@@ -164,6 +229,7 @@ done < /tmp/package-files
 [ -z "$left" ] || fail "dpkg --purge left:$left"
 dpkg-query -W libpam-puff > /dev/null 2>&1 && fail "dpkg still knows libpam-puff"
 dpkg-query -W puff-lock > /dev/null 2>&1 && fail "dpkg still knows puff-lock"
+dpkg-query -W puff-greeter > /dev/null 2>&1 && fail "dpkg still knows puff-greeter"
 find /etc/pam.d /usr/share/pam-configs /var/lib/pam -type f -exec sha256sum {} + | sort > /tmp/pam-after
 diff /tmp/pam-before /tmp/pam-after || fail "the PAM configuration differs from before the installation"
 ok "dpkg --purge leaves nothing: no package file, no /etc/puff, /var/lib/puff, PAM files as before"

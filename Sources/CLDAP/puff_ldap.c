@@ -14,6 +14,9 @@
 #include <poll.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <netdb.h>
+#include <unistd.h>
 #include <time.h>
 #include <sys/time.h>
 #include "puff_ldap.h"
@@ -506,6 +509,133 @@ void puff_ldap_diagnostic(LDAP *ld, char *buffer, size_t size) {
         snprintf(buffer, size, "%s", message);
         ldap_memfree(message);
     }
+}
+
+/* Errors of a connect whose cause lies beyond this host: nothing listens (for ldapi://, no
+ * socket file), no answer in time, no route. Everything else (EADDRNOTAVAIL: no free source
+ * port; EMFILE, ENFILE, ENOBUFS, ENOMEM, EAGAIN, EACCES...) is taken as local. A local user
+ * can exhaust this host's ports, descriptors or buffers, but cannot make a server refuse, go
+ * silent or lose its route. */
+static int is_remote_errno(int error, int is_unix) {
+    switch (error) {
+    case ECONNREFUSED: case ETIMEDOUT: case EHOSTUNREACH: case ENETUNREACH: case EHOSTDOWN: case ENETDOWN:
+    case ECONNRESET:
+        return 1;
+    case ENOENT:
+        return is_unix;
+    default:
+        return 0;
+    }
+}
+
+/* One non-blocking connect to `address`, bounded by `timeout_ms`: 0 connected, else errno. */
+static int probe_connect(int family, const struct sockaddr *address, socklen_t length, int timeout_ms) {
+    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return errno ? errno : EIO;
+    int error = 0;
+    if (connect(fd, address, length) != 0) {
+        error = errno;
+        if (error == EINPROGRESS) {
+            struct pollfd wanted = {fd, POLLOUT, 0};
+            int ready;
+            do {
+                ready = poll(&wanted, 1, timeout_ms < 1 ? 1 : timeout_ms);
+            } while (ready < 0 && errno == EINTR);
+            if (ready == 0) {
+                error = ETIMEDOUT;
+            } else if (ready < 0) {
+                error = errno;
+            } else {
+                socklen_t size = sizeof error;
+                if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) error = errno;
+            }
+        }
+    }
+    close(fd);
+    return error;
+}
+
+int puff_ldap_probe(const char *uris, int timeout_ms, char *reason, size_t size) {
+    if (size > 0) reason[0] = 0;
+    int any_local = 0, any_tried = 0;
+    char *list = strdup(uris ? uris : "");
+    if (!list) {
+        if (size > 0) snprintf(reason, size, "%s", "out of memory");
+        return PUFF_LDAP_PROBE_LOCAL;
+    }
+    char *saved = NULL;
+    for (char *uri = strtok_r(list, " ", &saved); uri; uri = strtok_r(NULL, " ", &saved)) {
+        LDAPURLDesc *url = NULL;
+        if (ldap_url_parse(uri, &url) != LDAP_URL_SUCCESS || !url || !url->lud_scheme) {
+            if (url) ldap_free_urldesc(url);
+            if (!any_local && size > 0) snprintf(reason, size, "%s", "a server address that does not parse");
+            any_local = 1;
+            continue;
+        }
+        if (strcasecmp(url->lud_scheme, "ldapi") == 0) {
+            struct sockaddr_un address;
+            memset(&address, 0, sizeof address);
+            address.sun_family = AF_UNIX;
+            const char *path = url->lud_host;
+            if (!path || !*path || strlen(path) >= sizeof address.sun_path) {
+                if (!any_local && size > 0) snprintf(reason, size, "%s", "an ldapi:// URI without a usable socket path");
+                any_local = 1;
+            } else {
+                memcpy(address.sun_path, path, strlen(path));
+                any_tried = 1;
+                int error = probe_connect(AF_UNIX, (struct sockaddr *)&address, sizeof address, timeout_ms);
+                if (error == 0) {
+                    ldap_free_urldesc(url);
+                    free(list);
+                    return PUFF_LDAP_PROBE_REACHABLE;
+                }
+                if (!is_remote_errno(error, 1)) {
+                    if (!any_local && size > 0) snprintf(reason, size, "connect to %s: %s", path, strerror(error));
+                    any_local = 1;
+                }
+            }
+            ldap_free_urldesc(url);
+            continue;
+        }
+        int port = url->lud_port > 0 ? url->lud_port : (strcasecmp(url->lud_scheme, "ldaps") == 0 ? 636 : 389);
+        char service[16];
+        snprintf(service, sizeof service, "%d", port);
+        struct addrinfo hints, *found = NULL;
+        memset(&hints, 0, sizeof hints);
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_NUMERICSERV;
+        const char *host = url->lud_host && *url->lud_host ? url->lud_host : "localhost";
+        int resolved = getaddrinfo(host, service, &hints, &found);
+        if (resolved != 0) {
+            if (!any_local && size > 0) snprintf(reason, size, "resolve %s: %s", host, gai_strerror(resolved));
+            any_local = 1;
+            ldap_free_urldesc(url);
+            continue;
+        }
+        for (struct addrinfo *each = found; each; each = each->ai_next) {
+            any_tried = 1;
+            int error = probe_connect(each->ai_family, each->ai_addr, each->ai_addrlen, timeout_ms);
+            if (error == 0) {
+                freeaddrinfo(found);
+                ldap_free_urldesc(url);
+                free(list);
+                return PUFF_LDAP_PROBE_REACHABLE;
+            }
+            if (!is_remote_errno(error, 0)) {
+                if (!any_local && size > 0) snprintf(reason, size, "connect to %s port %d: %s", host, port, strerror(error));
+                any_local = 1;
+            }
+        }
+        freeaddrinfo(found);
+        ldap_free_urldesc(url);
+    }
+    free(list);
+    if (any_local || !any_tried) {
+        if (size > 0 && !reason[0]) snprintf(reason, size, "%s", "no server address to try");
+        return PUFF_LDAP_PROBE_LOCAL;
+    }
+    return PUFF_LDAP_PROBE_REMOTE;
 }
 
 int puff_ldap_abi(void) { return PUFF_LDAP_ABI; }

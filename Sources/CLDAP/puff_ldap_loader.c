@@ -32,6 +32,7 @@ struct table {
     int (*modify)(LDAP *, const char *, const puff_ldap_change *, int, int);
     const char *(*error_text)(int);
     void (*diagnostic)(LDAP *, char *, size_t);
+    int (*probe)(const char *, int, char *, size_t);
 };
 
 /* Set once, under `lock`, and never changed again. */
@@ -82,6 +83,7 @@ static int load(int fd, struct table *table, char *error, size_t size) {
     RESOLVE(modify, "puff_ldap_modify");
     RESOLVE(error_text, "puff_ldap_error_text");
     RESOLVE(diagnostic, "puff_ldap_diagnostic");
+    RESOLVE(probe, "puff_ldap_probe");
 #undef RESOLVE
     if (table->abi() != PUFF_LDAP_ABI) {
         failed(error, size, "%s", "it is built for another version of pam_puff (interface version differs)");
@@ -185,4 +187,11 @@ void puff_ldap_diagnostic(LDAP *ld, char *buffer, size_t size) {
     } else if (size > 0) {
         buffer[0] = 0;
     }
+}
+
+int puff_ldap_probe(const char *uris, int timeout_ms, char *reason, size_t size) {
+    const struct table *t = table();
+    if (t) return t->probe(uris, timeout_ms, reason, size);
+    if (size > 0) snprintf(reason, size, "%s", "the LDAP client library is not loaded");
+    return PUFF_LDAP_PROBE_LOCAL;
 }

@@ -23,10 +23,17 @@ public struct LockoutPolicy: Equatable, Sendable {
     public init() {}
 
     /// Whether an attempt may run now.
+    ///
+    /// The cap is on the count, not on the stored lock: a counter written under an earlier
+    /// policy (before `max_failures`, or with a higher one) that holds `maxFailures` failures
+    /// or more is locked until a reset even when its timed lock has run out, so it never gets
+    /// one more verified guess.
     public func status(of tally: Tally, now: Int64, isRoot: Bool) -> LockStatus {
-        guard deny > 0, !isRoot || evenDenyRoot, tally.lockedUntil != 0 else { return .open }
-        if tally.lockedUntil == Tally.untilReset { return .lockedUntilReset }
-        guard now < tally.lockedUntil else { return .open }
+        guard deny > 0, !isRoot || evenDenyRoot else { return .open }
+        if tally.lockedUntil == Tally.untilReset || (maxFailures > 0 && tally.failures >= maxFailures) {
+            return .lockedUntilReset
+        }
+        guard tally.lockedUntil != 0, now < tally.lockedUntil else { return .open }
         let (left, overflow) = tally.lockedUntil.subtractingReportingOverflow(now)
         return .locked(secondsLeft: overflow ? Int64.max : left)
     }

@@ -13,6 +13,14 @@ public struct PuffOptions: Equatable, Sendable {
     public var helperPath = "/usr/local/sbin/puff-check"
     /// Return PAM_IGNORE (without prompting) for a user who has no Puff record.
     public var nullOK = false
+    /// `nullok_prompt`: `nullok`, except in a discreet service (the caller is not the user),
+    /// where an account without a record (or a name that is no account) is asked the same
+    /// prompt as everyone, its reply is handed on as PAM_AUTHTOK for the password module
+    /// (`try_first_pass`), nothing is counted, and then PAM_IGNORE. There the module also says
+    /// nothing after a reply it does not accept, for every account alike: the next module
+    /// decides and reports. The shipped "Puff, else the password" stack uses it so every
+    /// account gets the same first prompt and a user without Puff types the password once.
+    public var nullOKPrompt = false
     /// Log detail about each decision (never a secret).
     public var debug = false
     /// Tell the user nothing beyond the prompt (no lockout or error messages).
@@ -32,7 +40,9 @@ public struct PuffOptions: Equatable, Sendable {
     /// When the gesture is trusted and when the passcode is required instead.
     public var quickFactor = QuickFactorPolicy()
     /// The weakest passcode type accepted, at enrollment and at login (a record of a weaker
-    /// type enrolled earlier is refused, counted, until it is changed); `nil` accepts all.
+    /// type enrolled earlier is refused unverified and not counted, except as the proof for
+    /// changing it); `nil` accepts all types from an administrator, and at least 6 digits
+    /// from a user setting their own passcode.
     public var minimumPasscode: PasscodeType?
     /// How long an attempt waits for another attempt on the same user to finish, in seconds.
     public var lockWaitSeconds: Int64 = 30
@@ -105,7 +115,7 @@ public enum OptionParser {
 
     /// The keys of `apply` (fleet mode's are DirectorySettings's).
     enum Key: String {
-        case dir, state_dir, conf, helper, nullok, debug, silent, nodelay, try_first_pass, use_first_pass, authsucc
+        case dir, state_dir, conf, helper, nullok, nullok_prompt, debug, silent, nodelay, try_first_pass, use_first_pass, authsucc
         case even_deny_root, root_exempt, max_failures, min_passcode, deny, fail_interval, unlock_time, delays
         case gesture_tries, passcode_interval, gesture_after_reboot, lock_wait, gesture_raster, gesture_tolerance
         case gesture_hit_ratio, gesture_overflow, kdf_ops, kdf_mem_kib
@@ -179,6 +189,9 @@ public enum OptionParser {
             options.configFile = try path()
         case .helper: options.helperPath = try path()
         case .nullok: options.nullOK = try flag()
+        case .nullok_prompt:
+            options.nullOKPrompt = try flag()
+            options.nullOK = true
         case .debug: options.debug = try flag()
         case .silent: options.silent = try flag()
         case .nodelay: options.noDelay = try flag()

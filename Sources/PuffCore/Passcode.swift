@@ -52,6 +52,9 @@ public enum PasscodeRuleViolation: Error, Equatable, Sendable {
     case belowMinimum(PasscodeType)
     /// Six digits or fewer for root, whose account anyone with `su` can attack.
     case tooWeakForRoot
+    /// Fewer than 6 digits chosen by the user themselves while the administrator set no
+    /// `min_passcode`: self-service may not weaken a passcode below the default type.
+    case belowSelfServiceMinimum
 
     /// A message for the person enrolling; it never repeats the passcode.
     public var message: String {
@@ -69,6 +72,8 @@ public enum PasscodeRuleViolation: Error, Equatable, Sendable {
                 + (minimum == .digits6 || minimum == .numeric ? " (numeric ones of 6 digits or more)" : "")
         case .tooWeakForRoot:
             "a passcode of 6 digits or fewer is too weak for root (anyone who can run su can guess at it); choose a longer one or pass --allow-weak"
+        case .belowSelfServiceMinimum:
+            "you may not choose a passcode of fewer than 6 digits yourself; choose --type digits6 or stronger (an administrator can allow 4 digits with min_passcode = digits4)"
         }
     }
 }
@@ -93,16 +98,21 @@ public enum PasscodeRules {
     /// Checks `passcode` against `type`. `allowWeak` lets an administrator accept a
     /// common or trivial PIN on purpose; the other rules always apply.
     /// `minimum` is the administrator's `min_passcode` (never waived); `isRoot` refuses
-    /// passcodes of 6 digits or fewer unless `allowWeak`.
+    /// passcodes of 6 digits or fewer unless `allowWeak`. `selfService`: the user sets their
+    /// own passcode (through the helper); without a `minimum` the floor is then 6 digits, so a
+    /// user cannot weaken the passcode an administrator gave them, and only an administrator's
+    /// explicit `min_passcode = digits4` lets users choose 4 digits.
     public static func violation(of passcode: some Collection<UInt8>, as type: PasscodeType,
                                  allowWeak: Bool = false, minimum: PasscodeType? = nil,
-                                 isRoot: Bool = false) -> PasscodeRuleViolation? {
+                                 isRoot: Bool = false, selfService: Bool = false) -> PasscodeRuleViolation? {
         if passcode.starts(with: gesturePrefix) { return .reservedPrefix }
         if let minimum {
             if !type.meets(minimum) { return .belowMinimum(minimum) }
             if type == .numeric, minimum.rank >= PasscodeType.digits6.rank, passcode.count < 6 {
                 return .belowMinimum(minimum)
             }
+        } else if selfService, !type.meets(.digits6) || (type == .numeric && passcode.count < 6) {
+            return .belowSelfServiceMinimum
         }
         for byte in passcode where byte < 0x20 || byte > 0x7e { return .notPrintable }
         guard type.lengthRange.contains(passcode.count) else {

@@ -72,7 +72,7 @@ public final class DirectoryConnection {
                                timeout, &opened)
             }
         }
-        guard code == 0, let handle = opened else { throw error(code, "connect to \(uriList)", handle: nil) }
+        guard code == 0, let handle = opened else { throw error(code, "connect to \(uriList)", handle: nil, settings) }
         let bound: Int32
         switch settings.bind {
         case .external:
@@ -97,7 +97,7 @@ public final class DirectoryConnection {
             }
         }
         guard bound == 0 else {
-            let failure = error(bound, "bind to \(uriList)", handle: handle)
+            let failure = error(bound, "bind to \(uriList)", handle: handle, settings)
             puff_ldap_close(handle)
             throw failure
         }
@@ -218,13 +218,14 @@ public final class DirectoryConnection {
 
     /// `error(code, what)`, remembered as `lost` when it means the directory is out of reach.
     private func failed(_ code: Int32, _ what: String) -> StoreError {
-        let failure = Self.error(code, what, handle: handle)
+        let failure = Self.error(code, what, handle: handle, settings)
         if case .directoryUnreachable(let why) = failure { lost = why }
         return failure
     }
 
     /// The LDAP result code `code` of `what`, with the server's diagnostic.
-    private static func error(_ code: Int32, _ what: String, handle: OpaquePointer?) -> StoreError {
+    private static func error(_ code: Int32, _ what: String, handle: OpaquePointer?,
+                              _ settings: DirectorySettings) -> StoreError {
         var text = puff_ldap_error_text(code).flatMap { String(validatingCString: $0) } ?? "unknown error"
         if let handle {
             var buffer = [CChar](repeating: 0, count: 256)
@@ -235,7 +236,38 @@ public final class DirectoryConnection {
             }
         }
         let message = "\(what): \(text) [LDAP \(code)]"
-        return isUnreachable(code) ? .directoryUnreachable(message) : .directory(message)
+        guard isUnreachable(code) else { return .directory(message) }
+        return confirmedUnreachable(code, message, settings)
+    }
+
+    /// libldap's "cannot contact" also covers failures of this host that a local user can
+    /// cause (every ephemeral port bound, descriptors or buffers exhausted), and "out of
+    /// reach" opens the offline cache. So it stands only when a probe of its own, connecting
+    /// to every server address again from a fresh socket, finds each refused, silent or
+    /// without a route (issue 27, item 3); a local failure, or a server that accepts the
+    /// connection after all, fails closed and never turns to the cache.
+    ///
+    /// A server that accepts the connection but let an operation time out (LDAP_TIMEOUT: hung,
+    /// stopped, overloaded) is out of reach too: a timeout is a wait that ran out, which no
+    /// local resource failure produces. Any other failure on a connection that can be made (a
+    /// TLS handshake or certificate that fails) fails closed.
+    private static func confirmedUnreachable(_ code: Int32, _ message: String, _ settings: DirectorySettings) -> StoreError {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let found = settings.uris.joined(separator: " ").withCString { uris in
+            puff_ldap_probe(uris, Int32(clamping: settings.networkTimeout * 1000), &buffer, buffer.count)
+        }
+        let reason = buffer.withUnsafeBufferPointer { $0.baseAddress.flatMap { String(validatingCString: $0) } } ?? ""
+        switch found {
+        case Int32(PUFF_LDAP_PROBE_REMOTE):
+            return .directoryUnreachable(message)
+        case Int32(PUFF_LDAP_PROBE_REACHABLE) where code == -5:
+            return .directoryUnreachable(message + " (the server accepts connections but does not answer)")
+        case Int32(PUFF_LDAP_PROBE_REACHABLE):
+            return .directory(message + "; a server accepts connections, so the directory is not out of reach: failing closed")
+        default:
+            return .directory(message + "; a local failure, not an unreachable directory ("
+                              + LogText.escape(reason, limit: 200) + "): failing closed, the offline cache is not used")
+        }
     }
 
     /// Whether libldap's `code` means no server could be reached or kept (LDAP_SERVER_DOWN,

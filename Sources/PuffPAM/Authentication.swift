@@ -119,7 +119,7 @@ extension ModuleContext {
         do {
             backend = try Backend.prepare(login.route, options, userName: login.user, arguments: arguments,
                                           origin: [rawItem(PAM_SERVICE), rawItem(PAM_TTY), rawItem(PAM_RHOST), rawItem(PAM_RUSER)],
-                                          session: session)
+                                          discreet: login.discreet, session: session)
         } catch {
             log(LOG_ERR, "user \(login.forLog): \(error); failing closed")
             return .failure(error)
@@ -135,7 +135,8 @@ extension ModuleContext {
             return .denied
         case .tooLong:
             log(LOG_NOTICE, "user \(login.forLog): reply longer than \(Self.maximumReplyLength) bytes; not counted")
-            complain(login.discreet ? Self.discreetRefusal("passcode") : "Puff: wrong passcode.", silent: options.silent)
+            complain(login.discreet ? Self.discreetRefusal("passcode") : "Puff: wrong passcode.",
+                     silent: options.silent || login.promptsEveryAccount)
             return .denied
         case .failed(let code):
             log(LOG_NOTICE, "user \(login.forLog): conversation failed (PAM code \(code)); not counted")
@@ -165,6 +166,11 @@ extension ModuleContext {
         let route: StoreRoute
         /// Every account name gets the same prompt and messages.
         let discreet: Bool
+        /// `nullok_prompt` in a discreet service: an account without a record is prompted like
+        /// every other, so the first prompt names no one (issue 27, item 4); its reply goes on
+        /// to the password module as PAM_AUTHTOK, uncounted, and nothing is said after a
+        /// refused reply, for any account (the password module decides).
+        var promptsEveryAccount: Bool { discreet && options.nullOKPrompt }
 
         init(user: String, forLog: String, options: PuffOptions, route: StoreRoute, discreet: Bool) {
             (self.user, self.forLog, self.options, self.route, self.discreet) = (user, forLog, options, route, discreet)
@@ -190,7 +196,7 @@ extension ModuleContext {
     private func decideBeforePrompt(_ login: Login, _ backend: Backend) -> ModuleResult? {
         let preflight = backend.state
         if let reason = preflight.notEnrolledReason {
-            guard login.options.nullOK else { return nil }
+            guard login.options.nullOK, !login.promptsEveryAccount else { return nil }
             if login.options.debug { log(LOG_DEBUG, "user \(login.forLog): \(reason); ignored (nullok)") }
             return .ignore
         }
@@ -245,13 +251,20 @@ extension ModuleContext {
                           _ secret: borrowing SecureBytes) -> ModuleResult {
         let noun = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
         let silent = login.options.silent
-        func tell(_ message: String) { complain(login.discreet ? Self.discreetRefusal(noun) : message, silent: silent) }
+        func tell(_ message: String) {
+            complain(login.discreet ? Self.discreetRefusal(noun) : message, silent: silent || login.promptsEveryAccount)
+        }
         if case .failure = outcome { logAuthenticationFailure(user: login.user.isEmpty ? "(invalid)" : login.user) }
         if let line = outcome.logLine(user: login.forLog, kind: noun) { log(line.priority, line.text) }
         switch outcome {
         case .success:
             return .success
         case .notEnrolled:
+            if login.promptsEveryAccount {
+                // Not a Puff failure: the reply is the password module's to check.
+                log(LOG_INFO, "user \(login.forLog): no Puff record; the reply is handed on (nullok_prompt), not counted")
+                return .ignore
+            }
             if let reason = backend.state.notEnrolledReason, login.options.debug { log(LOG_DEBUG, "user \(login.forLog): \(reason)") }
             logAuthenticationFailure(user: login.user.isEmpty ? "(invalid)" : login.user)
             log(LOG_NOTICE, "user \(login.forLog): authentication failure")
@@ -264,8 +277,8 @@ extension ModuleContext {
             tell("Puff: wrong \(noun). " + lockMessage(lock, prefix: false))
         case .locked(let status):
             refuseLocked(status, login, backend)
-            // Discreet: as long as a wrong passcode takes, so the time does not tell either.
-            if login.discreet { backend.runDummyVerification(secret) }
+            // Discreet: the store work evened this refusal's cost out already (a dummy argon2id
+            // and a decoy write: Authenticator.evenRefusals).
             tell(lockMessage(status))
         case .passcodeRequired(let reason):
             tell("Puff: passcode required: \(reason.text).")

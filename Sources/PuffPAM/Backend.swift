@@ -17,9 +17,12 @@ enum Backend: CredentialBackend {
 
     /// The backend of `route` for `userName`, with the state before the prompt read; `session`
     /// holds what this call has open of the store, `arguments` are the module's (for a service call).
+    /// `discreet`: the caller is not the user, so every refusal costs the same work
+    /// (`Authenticator.evenRefusals`; the helper's service calls always do so).
     static func prepare(_ route: StoreRoute, _ options: PuffOptions, userName: String, arguments: [String],
-                        origin: @autoclosure () -> [String], session: StoreSession) throws(StoreError) -> Backend {
-        let authenticator = Authenticator(options: options, session: session)
+                        origin: @autoclosure () -> [String], discreet: Bool, session: StoreSession) throws(StoreError) -> Backend {
+        var authenticator = Authenticator(options: options, session: session)
+        authenticator.evenRefusals = discreet
         switch route {
         case .ownHelper:
             return .helper(try HelperBackend(HelperClient(path: options.helperPath)))

@@ -89,9 +89,32 @@ extension Authenticator {
     /// 3. on success only, `counter.settle`: clear the failures counted up to this attempt
     ///    (those counted after it stay), unless a newer success or an admin reset already did;
     ///    the record must still hold the secret that verified.
+    ///
+    /// With `evenRefusals`, a refusal that counted nothing writes the decoy instead, and one
+    /// that ran no argon2id (a gesture, locked, passcode required, a factor not enrolled) runs
+    /// the dummy verification: every refusal does one of each.
     package func run<Counter: AttemptCounter>(_ secret: borrowing SecureBytes, _ counter: Counter, for account: Account,
                                               asProofForChange: Bool,
                                               counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
+        var work = RefusalWork()
+        let outcome = try runSteps(secret, counter, for: account, asProofForChange: asProofForChange,
+                                   counted: &countedFailure, work: &work)
+        guard evenRefusals else { return outcome }
+        if case .success = outcome { return outcome }
+        if !work.counted { try writeDecoy() }
+        if !work.hashed { try runDummyVerification(secret) }
+        return outcome
+    }
+
+    /// What an attempt did of a refusal's work: a count written, an argon2id run.
+    package struct RefusalWork {
+        var counted = false
+        var hashed = false
+    }
+
+    private func runSteps<Counter: AttemptCounter>(_ secret: borrowing SecureBytes, _ counter: Counter, for account: Account,
+                                                   asProofForChange: Bool, counted countedFailure: inout CountedFailure?,
+                                                   work: inout RefusalWork) throws(StoreError) -> Outcome {
         countedFailure = nil
         let key = try counter.key()
         let isRoot = account.uid == 0
@@ -111,10 +134,14 @@ extension Authenticator {
         let attempt: CountedAttempt
         switch step {
         case .decided(let outcome):
-            if outcome == .notEnrolled { try runDummyVerification(secret) }
+            if outcome == .notEnrolled {
+                try runDummyVerification(secret)
+                work.hashed = true
+            }
             return outcome
         case .counted(let counted):
             attempt = counted
+            work.counted = true
         }
         func failed(_ detail: String) -> Outcome {
             countedFailure = attempt.failure
@@ -149,6 +176,7 @@ extension Authenticator {
         guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
         let prehash = try hasher.prehash(secret, user: account.name, uid: account.uid, hostKey: key)
         let matched: Bool
+        work.hashed = true
         do {
             matched = try hasher.verify(prehash, against: stored.hash)
         } catch {

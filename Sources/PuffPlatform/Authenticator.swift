@@ -15,6 +15,13 @@ public struct Authenticator {
     public let session: StoreSession
 
     /// Creates an authenticator; `session` may already hold the configuration's directory.
+    /// Every refusal costs the same work, whatever the account, its state and the reply's
+    /// kind: one argon2id (the real one, or a dummy) and one counter write (the real count, or
+    /// `LockoutStore.writeDecoy`). Set for a discreet service, where the caller is not the user
+    /// (the module as root for sshd or login; the helper's service calls), so neither the time
+    /// nor the disk tells who is enrolled, locked or asked for the passcode (issue 27, item 2).
+    public var evenRefusals = false
+
     public init(options: PuffOptions, session: StoreSession = StoreSession(),
                 now: @escaping () -> Int64 = Clock.wallSeconds) {
         self.options = options
@@ -139,6 +146,7 @@ public struct Authenticator {
         countedFailure = nil
         switch subject {
         case .notEnrolled:
+            if evenRefusals { try writeDecoy() }
             try runDummyVerification(passcode)
             return .notEnrolled
         case .enrolled(let enrolled):
@@ -298,6 +306,15 @@ public struct Authenticator {
     }
 
     /// The work of verifying a wrong passcode, against a dummy hash.
+    /// `LockoutStore.writeDecoy` with a counter shaped like a first failure now, and the
+    /// failure history's decoy (whose errors, like the history's, change nothing).
+    package func writeDecoy() throws(StoreError) {
+        let time = now()
+        try counters.writeDecoy(like: options.lockout.recordingFailure(in: Tally(), now: time))
+        try? FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds, session: session)
+            .writeDecoy(.init(time: time, service: "-", tty: "-", rhost: "-", ruser: "-"))
+    }
+
     public func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
         // The host key if there is one, so the cost matches a real attempt.
         let key: SecureBytes

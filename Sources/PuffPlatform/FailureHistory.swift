@@ -48,15 +48,25 @@ public struct FailureHistory {
     /// lines), never a count.
     @inline(never)
     public func record(_ entry: Entry, for name: UserName) throws(StoreError) {
+        try append(entry, to: name.value)
+    }
+
+    /// `record` to a history no user has (`.decoy`): the same work for a discreet service's
+    /// refusal that counted nothing (`LockoutStore.writeDecoy`).
+    public func writeDecoy(_ entry: Entry) throws(StoreError) {
+        try append(entry, to: ".decoy")
+    }
+
+    private func append(_ entry: Entry, to file: String) throws(StoreError) {
         guard let state = try session.directory(stateDirectory) else {
             throw .system("open", path: stateDirectory, .noEntry)
         }
         let history = try session.subdirectory(Self.directoryName, of: state, creatingWith: 0o700)
         try withLock(history.trusted) { () throws(StoreError) in
-            var lines = Self.lines(try history.trusted.readFile(name.value, .rootPrivate(maximumSize: Self.maximumSize)) ?? [])
+            var lines = Self.lines(try history.trusted.readFile(file, .rootPrivate(maximumSize: Self.maximumSize)) ?? [])
             lines.append(Self.line(entry))
             let kept = lines.suffix(Self.capacity).joined(separator: "\n") + "\n"
-            try history.trusted.replaceFile(name.value, with: Array(kept.utf8), mode: 0o600, durability: .unsynced)
+            try history.trusted.replaceFile(file, with: Array(kept.utf8), mode: 0o600, durability: .unsynced)
         }
     }
 

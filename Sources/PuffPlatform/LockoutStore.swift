@@ -39,7 +39,7 @@ public struct LockoutStore {
     /// absent file is an empty tally, one that does not parse reads as locked until reset.
     public func read(_ name: UserName) throws(StoreError) -> Tally {
         guard let state = try session.directory(directory) else { return Tally() }
-        return try Self.load(name, from: state.trusted)
+        return try Self.load(name.value, from: state.trusted)
     }
 
     /// Runs `body` with the user's counter locked exclusively. `body` writes with `save`
@@ -65,19 +65,25 @@ public struct LockoutStore {
     @inline(never)
     private func hold(_ name: UserName) throws(StoreError) -> Held {
         let state = try openState()
-        let lockPath = state.path + "/" + Self.lockName(name)
+        let lockFile = try lockedFile(Self.lockName(name), in: state)
+        // Read only after the lock is held: another process may have written it meanwhile.
+        let tally = try Self.load(name.value, from: state.trusted)
+        return Held(lockFile: lockFile, tally: tally, writer: Writer(state: state, name: name))
+    }
+
+    /// The lock file `lockName` in `state`, opened (made when missing), checked and locked.
+    private func lockedFile(_ lockName: String, in state: StoreSession.Directory) throws(StoreError) -> FileDescriptor {
+        let lockPath = state.path + "/" + lockName
         let lockFile: FileDescriptor
         do {
-            lockFile = try state.trusted.descriptor.open(Self.lockName(name), O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
+            lockFile = try state.trusted.descriptor.open(lockName, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
                                                  mode: 0o600)
         } catch {
             throw Self.openError(error, path: lockPath)
         }
         try TrustedDirectory.checkFile(lockFile, path: lockPath, .rootPrivate(maximumSize: 0))
         try lock(lockFile, exclusive: true, path: lockPath)
-        // Read only after the lock is held: another process may have written it meanwhile.
-        let tally = try Self.load(name, from: state.trusted)
-        return Held(lockFile: lockFile, tally: tally, writer: Writer(state: state, name: name))
+        return lockFile
     }
 
     /// How the body of `update` writes the user's counter (each write replaces the file).
@@ -99,8 +105,26 @@ public struct LockoutStore {
         }
     }
 
-    private static func load(_ name: UserName, from state: borrowing TrustedDirectory) throws(StoreError) -> Tally {
-        guard var bytes = try state.readFile(name.value, .rootPrivate(maximumSize: fileSize)) else { return Tally() }
+    /// The files of `writeDecoy`, `.decoy-0` to `.decoy-f` (user names cannot start with a dot;
+    /// sixteen, so that refusals at once seldom wait for each other's lock).
+    static let decoyName = ".decoy-"
+
+    /// The work of a counted failure's step 1 — its lock file opened and locked, the counter
+    /// read, a new file of a counter's size written, fsynced, renamed, the directory fsynced —
+    /// done to a decoy counter no user has: a discreet service's refusal that counted nothing
+    /// (no record, no account, locked, passcode required) does it, so neither the disk nor the
+    /// time tells such a refusal from a counted one (issue 27, item 2).
+    public func writeDecoy(like tally: Tally) throws(StoreError) {
+        let state = try openState()
+        let file = Self.decoyName + String(Sodium.randomHex(byteCount: 1).prefix(1))
+        let lockFile = try lockedFile("." + file + ".lock", in: state)
+        _ = try Self.load(file, from: state.trusted)
+        try state.trusted.replaceFile(file, with: tally.encoded(), durability: .durable)
+        lockFile.unlock()
+    }
+
+    private static func load(_ name: String, from state: borrowing TrustedDirectory) throws(StoreError) -> Tally {
+        guard var bytes = try state.readFile(name, .rootPrivate(maximumSize: fileSize)) else { return Tally() }
         // Older versions padded the file with NULs to a fixed size.
         while bytes.last == 0 { bytes.removeLast() }
         if bytes.isEmpty { return Tally() }
@@ -136,7 +160,7 @@ public struct LockoutStore {
             }
         } catch .lockTimeout {
             let state = try openState()
-            try state.trusted.replaceFile(name.value, with: cleared(try Self.load(name, from: state.trusted)).encoded())
+            try state.trusted.replaceFile(name.value, with: cleared(try Self.load(name.value, from: state.trusted)).encoded())
         }
         if let state = try? session.directory(directory) { state.trusted.removeLeftovers(of: name.value) }
     }

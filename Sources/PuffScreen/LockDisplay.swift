@@ -311,6 +311,10 @@ package final class LockDisplay {
     /// Whether pointer events come through XInput2.
     package var usesXInput2: Bool { pointerDevice >= 0 }
 
+    /// Called with the key symbol of a key that types nothing (arrows, Tab, function keys);
+    /// true when it was used (puff-greeter's user list). nil: such keys are ignored.
+    package var otherKey: ((KeySym) -> Bool)?
+
     private func grabPointer() -> Int32 {
         let cursor = XCreateFontCursor(display, UInt32(XC_crosshair))
         if xinputOpcode >= 0 {
@@ -534,6 +538,9 @@ package final class LockDisplay {
         case XK_BackSpace, XK_Delete: return .backspace
         case XK_Escape: return .escape
         default:
+            // Keys that are not text (arrows, Tab, function keys) go to `otherKey` when set:
+            // the event is then a redraw, so the caller's loop looks at what it kept.
+            if let otherKey, length == 0 || (length == 1 && buffer.0 & 0xFF < 0x20), otherKey(symbol) { return .redraw }
             guard length > 0, length <= 16 else { return nil }
             var typed = TypedBytes()
             withUnsafeBytes(of: buffer) { source in

@@ -32,7 +32,7 @@ package final class LockPicture {
     }
 
     /// Decodes the bytes of a PNG or JPEG picture read from `path` (named in errors).
-    package init(bytes: [UInt8], path: String) throws(LoadError) {
+    package convenience init(bytes: [UInt8], path: String) throws(LoadError) {
         guard bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) || bytes.starts(with: [0xFF, 0xD8, 0xFF]) else {
             throw LoadError(description: "\(path) is not a PNG or JPEG picture")
         }
@@ -46,6 +46,17 @@ package final class LockPicture {
             throw LoadError(description: "\(path): the picture cannot be decoded")
         }
         defer { stbi_image_free(decoded) }
+        try self.init(rgba: UnsafeRawBufferPointer(start: decoded, count: 4 * Int(w) * Int(h)),
+                      width: Int(w), height: Int(h), path: path)
+    }
+
+    /// A picture from decoded RGBA pixels (4 bytes a pixel, rows top to bottom), as puff-greeter's
+    /// confined decoder hands them over; `path` names it in errors.
+    package init(rgba: UnsafeRawBufferPointer, width: Int, height: Int, path: String) throws(LoadError) {
+        guard width > 0, height > 0, width <= 100_000, height <= 100_000, width * height <= Self.maximumPixels,
+              rgba.count == 4 * width * height, let w = Int32(exactly: width), let h = Int32(exactly: height) else {
+            throw LoadError(description: "\(path): unsupported picture size")
+        }
         guard let surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w, h),
               cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS,
               let target = cairo_image_surface_get_data(surface) else {
@@ -53,19 +64,20 @@ package final class LockPicture {
         }
         cairo_surface_flush(surface)
         let stride = Int(cairo_image_surface_get_stride(surface))
-        for row in 0..<Int(h) {
-            let line = (target + row * stride).withMemoryRebound(to: UInt32.self, capacity: Int(w)) { $0 }
-            for column in 0..<Int(w) {
-                let source = decoded + 4 * (row * Int(w) + column)
-                let alpha = UInt32(source[3])
+        for row in 0..<height {
+            let line = (target + row * stride).withMemoryRebound(to: UInt32.self, capacity: width) { $0 }
+            for column in 0..<width {
+                let source = 4 * (row * width + column)
+                let alpha = UInt32(rgba[source + 3])
                 // cairo wants premultiplied native-endian ARGB.
                 func premultiplied(_ value: UInt8) -> UInt32 { (UInt32(value) * alpha + 127) / 255 }
-                line[column] = alpha << 24 | premultiplied(source[0]) << 16 | premultiplied(source[1]) << 8 | premultiplied(source[2])
+                line[column] = alpha << 24 | premultiplied(rgba[source]) << 16 | premultiplied(rgba[source + 1]) << 8
+                    | premultiplied(rgba[source + 2])
             }
         }
         cairo_surface_mark_dirty(surface)
-        width = Int(w)
-        height = Int(h)
+        self.width = width
+        self.height = height
         self.surface = surface
     }
 

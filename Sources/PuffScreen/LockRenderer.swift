@@ -45,6 +45,24 @@ package struct LockScene {
     /// wrong entry), in screen pixels.
     package var shake = 0.0
 
+    /// Boxes in the middle of the screen, each a line of text with a detail beside it
+    /// (puff-greeter's user list and session choice); empty on the lock screen.
+    package var rows: [Row] = []
+
+    package struct Row {
+        package var label: String
+        package var detail: String
+        package var rect: LockRect
+        package var selected: Bool
+
+        package init(label: String, detail: String, rect: LockRect, selected: Bool) {
+            self.label = label
+            self.detail = detail
+            self.rect = rect
+            self.selected = selected
+        }
+    }
+
     package init(title: String, prompt: String, messages: [Message] = []) {
         self.title = title
         self.prompt = prompt
@@ -144,6 +162,7 @@ package final class LockRenderer {
             cairo_stroke(cr)
         }
         drawPanel(cr, scene, layout)
+        drawRows(cr, scene)
         for (button, rect) in layout.buttons { drawButton(cr, button, rect, scene: scene, strokes: strokes) }
         cairo_surface_flush(surface)
         XCopyArea(display.display, pixmap, display.window, gc, 0, 0, UInt32(size.width), UInt32(size.height), 0, 0)
@@ -242,15 +261,22 @@ package final class LockRenderer {
             ($0.text, $0.isError ? theme.error : theme.info)
         }
         if !scene.hint.isEmpty { pieces.append((scene.hint, theme.hint)) }
-        let joined = pieces.map(\.0).joined(separator: "   ")
+        var joined = pieces.map(\.0).joined(separator: "   ")
         guard !joined.isEmpty else { return }
-        // One line, centred; each piece in its colour.
-        let total = textWidth(cr, joined, size: 17, bold: true)
+        // One line, centred; each piece in its colour. On a narrow monitor the line shrinks,
+        // then the hint goes (the module's messages stay whole).
+        var size = 17.0
+        while size > 11 && textWidth(cr, joined, size: size, bold: true) > line.width - 40 { size -= 1 }
+        if textWidth(cr, joined, size: size, bold: true) > line.width - 40, !scene.hint.isEmpty, pieces.count > 1 {
+            pieces.removeLast()
+            joined = pieces.map(\.0).joined(separator: "   ")
+        }
+        let total = textWidth(cr, joined, size: size, bold: true)
         var x = line.midX - total / 2
         for (index, piece) in pieces.enumerated() {
             let shown = index < pieces.count - 1 ? piece.0 + "   " : piece.0
-            text(cr, shown, x: x, y: line.midY, size: 17, bold: true, color: piece.1)
-            x += textWidth(cr, shown, size: 17, bold: true)
+            text(cr, shown, x: x, y: line.midY, size: size, bold: true, color: piece.1)
+            x += textWidth(cr, shown, size: size, bold: true)
         }
     }
 
@@ -458,6 +484,18 @@ package final class LockRenderer {
         cairo_new_path(cr)
         let onColour = button == .submit || button == .cancel
         text(cr, label, x: rect.midX, y: rect.midY, size: size, bold: true, color: onColour ? (1, 1, 1) : theme.keyText, align: 0.5)
+    }
+
+    private func drawRows(_ cr: OpaquePointer, _ scene: LockScene) {
+        for row in scene.rows {
+            roundedRectangle(cr, row.rect, radius: 8 * ui)
+            setColour(cr, row.selected ? theme.fieldBorderActive : theme.otherKey)
+            cairo_fill(cr)
+            text(cr, row.label, x: row.rect.x + 18 * ui, y: row.rect.midY, size: 19, bold: true,
+                 color: row.selected ? (1, 1, 1) : theme.keyText)
+            text(cr, row.detail, x: row.rect.maxX - 18 * ui, y: row.rect.midY, size: 15,
+                 color: row.selected ? (1, 1, 1) : theme.label, align: 1)
+        }
     }
 
     private func roundedRectangle(_ cr: OpaquePointer, _ rect: LockRect, radius: Double) {

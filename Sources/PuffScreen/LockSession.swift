@@ -32,6 +32,11 @@ package final class LockSession {
     /// Whether a prompt was answered, and how many messages came, since `startAttempt()`.
     package private(set) var answeredPrompt = false
     package private(set) var messagesThisAttempt = 0
+    /// The longest gesture answer the caller can pass on (puff-greeter: LightDM's message
+    /// buffer); a drawing is then sent compacted to fit (`GestureCompaction`). nil: as drawn.
+    package var gestureBudget: Int?
+    /// The submit button's label (puff-greeter: `✓ Log in`); nil: puff-lock's.
+    package var submitLabel: String?
     /// The colours (LockTheme.desktopPreference() or an option).
     package var theme: LockTheme {
         get { renderer.theme }
@@ -281,7 +286,9 @@ package final class LockSession {
 
     private func screen(for text: String, echo: Bool) -> SecretBuffer? {
         var request = self.request(for: text, echo: echo)
-        if request.prompt.acceptsGesture && picture == nil {
+        // The discreet prompt (no keypad named) says nothing about the account: no picture is
+        // then no error, only a passcode screen.
+        if request.prompt.acceptsGesture && picture == nil && request.prompt != .passcodeOrGesture(nil) {
             messages.append(.init(text: "No picture for \(user) in the Puff store: the gesture cannot be drawn.", isError: true))
             if case .gestureOnly = request.prompt {
                 // Nothing can be answered here; an empty reply is refused by the module and never counted.
@@ -301,7 +308,7 @@ package final class LockSession {
         func scene() -> LockScene {
             var scene = LockScene(title: title, prompt: request.barText, messages: messages)
             scene.panel = request.panel
-            if cancellable { scene.submitLabel = "✓ Done" }
+            if let submitLabel { scene.submitLabel = submitLabel } else if cancellable { scene.submitLabel = "✓ Done" }
             scene.fieldLength = fieldLength
             scene.fieldCount = characterCount()
             scene.fieldLabel = request.fieldLabel
@@ -325,7 +332,14 @@ package final class LockSession {
                 strokes.removeAll()
                 return secret
             }
-            guard request.gesture, let secret = strokes.serialized(width: picture?.width ?? 0, height: picture?.height ?? 0) else {
+            guard request.gesture else { return nil }
+            let width = picture?.width ?? 0, height = picture?.height ?? 0
+            let encoded = gestureBudget.map { strokes.compactSerialized(width: width, height: height, budget: $0) }
+                ?? strokes.serialized(width: width, height: height)
+            guard let secret = encoded else {
+                if gestureBudget != nil && !strokes.isEmpty {
+                    note("The drawing is too long to send here: draw it again with fewer points.")
+                }
                 return nil
             }
             strokes.removeAll()
@@ -408,7 +422,7 @@ package final class LockSession {
             if let submitted {
                 messages.removeAll()
                 var checking = scene()
-                checking.hint = cancellable ? "" : "Checking…"
+                checking.hint = cancellable && submitLabel == nil ? "" : "Checking…"
                 renderer.draw(checking, layout: layout, picture: picture, strokes: strokes)
                 XSync(display.display, 0)
                 display.busy()

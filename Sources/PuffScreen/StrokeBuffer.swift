@@ -139,15 +139,7 @@ package final class StrokeBuffer {
     /// nil when nothing was drawn or the gesture is not valid. The intermediate arrays are
     /// wiped in place before they are released.
     package func serialized(width: Int, height: Int) -> SecretBuffer? {
-        guard !parts.isEmpty, drawing == nil else { return nil }
-        var gesture = Gesture(width: width, height: height, parts: [])
-        gesture.parts.reserveCapacity(parts.count)
-        for part in parts {
-            var points: [GesturePoint] = []
-            points.reserveCapacity(part.count)
-            for index in 0..<part.count { points.append(point(part, index)) }
-            gesture.parts.append(GesturePart(kind: part.kind, points: points))
-        }
+        guard var gesture = drawnGesture(width: width, height: height) else { return nil }
         defer { gesture.wipe() }
         guard (try? gesture.validate()) != nil else { return nil }
         var wire = GestureWire.serialize(gesture)

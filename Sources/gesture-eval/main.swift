@@ -1,7 +1,7 @@
 // `make gesture-eval`: the workload table of issue 23 through the real enroller and matcher,
 // for the default seed and two more, the enrollment table, and an ROC curve as SVG.
 //
-//     gesture-eval [--attempts N] [--seed N] [--svg FILE] [--wire DIRECTORY --wire-attempts N]
+//     gesture-eval [--attempts N] [--seed N] [--svg FILE] [--compact] [--wire DIRECTORY --wire-attempts N]
 //
 // Every drawing of an owner is a redraw (Simulator.swift): the template is what
 // `GestureEnroller.next(after:)` — the steps `puff-enroll gesture` follows — builds from the
@@ -28,8 +28,9 @@ while let argument = arguments.next() {
     case "--wire": wireDirectory = arguments.next()
     case "--wire-attempts": wireAttempts = Int(arguments.next() ?? "") ?? wireAttempts
     case "--seed": baseSeed = UInt64(arguments.next() ?? "") ?? baseSeed
+    case "--compact": compareCompaction = true
     default:
-        complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--wire DIRECTORY --wire-attempts N]\n")
+        complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--compact] [--wire DIRECTORY --wire-attempts N]\n")
         exit(2)
     }
 }
@@ -125,6 +126,7 @@ func run(_ row: Row, gestures: [IdealGesture], seed: UInt64, rowSeed: UInt64, at
                 let attempt = row.attack(ideal, &random)
                 tally.attempts += 1
                 let result = GestureMatcher.verify(template, attempt)
+                if seed == baseSeed { recordCompaction(template, attempt, fullVerdict: result.passed, label: row.label) }
                 if result.passed {
                     tally.accepted += 1
                 } else {
@@ -251,6 +253,8 @@ func table(_ title: String, _ rows: [Row], offset: Int) {
 
 table("Genuine owners (FRR)", genuineRows, offset: 0)
 table("Attacks on σ 1 % owners (FAR)", attackRows, offset: 100)
+printCompaction(labels: (genuineRows + attackRows).map(\.label))
+compareCompaction = false
 
 print("### Enrollment (a try: define, confirm, once more, and one more when those three disagree)\n")
 print("| owner | " + seeds.map { "seed \($0): tries refused" }.joined(separator: " | ") + " | "

@@ -150,7 +150,7 @@ enum Enrollment {
         /// The change to store, or why the new credential breaks the rules.
         func prepare(_ options: PuffOptions, isRoot: Bool) -> Result<Change, RuleError> {
             if let type {
-                if let violation = secret.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: false, minimum: options.minimumPasscode, isRoot: isRoot) }) {
+                if let violation = secret.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: false, minimum: options.minimumPasscode, isRoot: isRoot, selfService: true) }) {
                     return .failure(RuleError(violation.message))
                 }
                 return .success(.passcode(type))

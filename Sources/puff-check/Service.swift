@@ -42,7 +42,11 @@ enum Service {
             try Sodium.initialize()
             let session = StoreSession()
             let options = try Configuration.load(arguments: request.arguments, session: session).options
-            let store = Store(options: options, session: session)
+            // Service calls come from root-run services whose caller may not be the user
+            // (sshd in fleet mode, su to another account): every refusal costs the same work.
+            var authenticator = Authenticator(options: options, session: session)
+            authenticator.evenRefusals = true
+            let store = Store(authenticator)
             switch operation {
             case .serviceQuery:
                 guard (try? FrameReader.end()) != nil else { return malformed() }

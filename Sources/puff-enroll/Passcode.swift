@@ -80,10 +80,13 @@ struct Passcode: ParsableCommand {
         let chosenType = type ?? current ?? .digits6
         let newPasscode = try readNew(type: chosenType, minimum: nil, isRoot: account.uid == 0)
         let typeName = Array(chosenType.rawValue.utf8)
+        // Only the helper knows min_passcode; below 6 digits its refusal is most likely this rule.
+        let belowFloor = newPasscode.withBytes { PasscodeRules.violation(of: $0, as: chosenType, selfService: true) }
+        let likelyRule = belowFloor == .belowSelfServiceMinimum ? belowFloor?.message : nil
         try proof.withBytes { proofBytes in
             try newPasscode.withBytes { newBytes in
                 try typeName.withUnsafeBytes { typeBytes in
-                    try service.change(.enrollPasscode, frames: [proofBytes, typeBytes, newBytes])
+                    try service.change(.enrollPasscode, frames: [proofBytes, typeBytes, newBytes], likelyRule: likelyRule)
                 }
             }
         }

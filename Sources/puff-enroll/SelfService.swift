@@ -44,8 +44,10 @@ struct SelfService {
     }
 
     /// Sends an enrollment or removal request; returns normally only when the helper did it.
-    /// `frames` point into the callers' wiped buffers for the secrets.
-    func change(_ operation: HelperOperation, frames: [UnsafeRawBufferPointer]) throws {
+    /// `frames` point into the callers' wiped buffers for the secrets. `likelyRule`, when
+    /// given, is what the user is told if the helper refuses the new credential (the helper
+    /// logs its reason but does not send it).
+    func change(_ operation: HelperOperation, frames: [UnsafeRawBufferPointer], likelyRule: String? = nil) throws {
         let result: HelperClient.ChangeResult
         do {
             result = try client.change(operation, frames: frames)
@@ -62,7 +64,8 @@ struct SelfService {
         case .refused:
             throw Failure(ExitCodes.refused, "the proof of identity is wrong; nothing was changed")
         case .rulesBroken:
-            throw Failure(ExitCodes.refused, "the helper refused the new credential; nothing was changed")
+            throw Failure(ExitCodes.refused, (likelyRule.map { $0 + "; " } ?? "the helper refused the new credential; ")
+                          + "nothing was changed")
         }
     }
 }

@@ -115,6 +115,23 @@ struct LockoutPolicyTests {
         #expect(LockoutPolicy().status(of: defaults, now: t + 2_000_000, isRoot: true) == .lockedUntilReset)
     }
 
+    @Test("the cap is on the count: a counter from before max_failures with an expired lock stays locked until reset")
+    func capOnTheCount() {
+        let t = Self.start
+        // 500 failures under a policy without a cap, the last timed lock long over.
+        let old = Tally(failures: 500, lastFailure: t, lockedUntil: t + 3600)
+        #expect(LockoutPolicy().status(of: old, now: t + 100_000, isRoot: false) == .lockedUntilReset)
+        #expect(LockoutPolicy().status(of: old, now: t + 100_000, isRoot: true) == .lockedUntilReset)
+        // Exactly at the cap, with no lock stored at all.
+        #expect(LockoutPolicy().status(of: Tally(failures: 10, lastFailure: t), now: t, isRoot: false) == .lockedUntilReset)
+        #expect(LockoutPolicy().status(of: Tally(failures: 9, lastFailure: t), now: t, isRoot: false) == .open)
+        // No cap, no locking, or root exempt: the count alone does not lock.
+        let uncapped = policy(deny: 5, delays: [60], maxFailures: 0)
+        #expect(uncapped.status(of: old, now: t + 100_000, isRoot: false) == .open)
+        #expect(policy(deny: 0, delays: [60], maxFailures: 10).status(of: old, now: t + 100_000, isRoot: false) == .open)
+        #expect(policy(deny: 5, delays: [60], evenDenyRoot: false, maxFailures: 10).status(of: old, now: t + 100_000, isRoot: true) == .open)
+    }
+
     @Test("a success clears the failures counted before it and keeps those counted after it")
     func settlingSuccess() {
         let rules = policy(deny: 3, delays: [60])

@@ -89,6 +89,26 @@ struct PasscodeRulesTests {
         #expect(check(passcode, type) == nil)
     }
 
+    @Test("self-service may not go below 6 digits unless the administrator set min_passcode")
+    func selfServiceFloor() {
+        func selfService(_ passcode: String, _ type: PasscodeType, minimum: PasscodeType? = nil) -> PasscodeRuleViolation? {
+            PasscodeRules.violation(of: Array(passcode.utf8), as: type, minimum: minimum, selfService: true)
+        }
+        #expect(selfService("5839", .digits4) == .belowSelfServiceMinimum)
+        #expect(selfService("5839", .numeric) == .belowSelfServiceMinimum)
+        #expect(selfService("58391", .numeric) == .belowSelfServiceMinimum)
+        #expect(selfService("583917", .numeric) == nil)
+        #expect(selfService("604917", .digits6) == nil)
+        #expect(selfService("Tr0ub4dor&3", .alphanumeric) == nil)
+        // The administrator's explicit choice decides, either way.
+        #expect(selfService("5839", .digits4, minimum: .digits4) == nil)
+        #expect(selfService("5839", .numeric, minimum: .digits4) == nil)
+        #expect(selfService("604917", .digits6, minimum: .alphanumeric) == .belowMinimum(.alphanumeric))
+        // An administrator enrolling someone is not self-service.
+        #expect(check("5839", .digits4) == nil)
+        #expect(!PasscodeRuleViolation.belowSelfServiceMinimum.message.contains("5839"))
+    }
+
     @Test("the messages never repeat the passcode and name the lengths")
     func messages() {
         #expect(PasscodeRuleViolation.wrongLength(allowed: 4...4).message == "the passcode must be exactly 4 characters long")

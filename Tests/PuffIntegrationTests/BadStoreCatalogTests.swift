@@ -379,6 +379,26 @@ extension LoggingTests {
                                  restore: { bench, alice in chown(bench.fixture.state + "/" + alice, 0, 0) })
         }
 
+        /// Issue 27, item 5: a counter written before `max_failures` existed, 500 failures and
+        /// its timed lock long over, is locked until a reset: the right passcode is refused
+        /// unverified and uncounted (it used to get one more verified guess).
+        @Test func counterAboveTheCapWithAnExpiredLock() throws {
+            try expectFailClosed(code: PAMCode.authError, arguments: "deny=5 nullok",
+                                 log: { _ in "attempt refused, locked until an administrator resets it" },
+                                 sabotage: { bench, alice in
+                                     try bench.fixture.write(bench.fixture.state + "/" + alice,
+                                                             HardeningTests.counter(failures: 500).replacingOccurrences(
+                                                                 of: "locked-until 0", with: "locked-until 1700003600"),
+                                                             mode: 0o600)
+                                 },
+                                 restore: { bench, alice in
+                                     #expect(RealClientTests.rawFailures(bench.fixture, alice) == 500, "counted while locked")
+                                     let reset = try run(Artefacts.enroll, ["reset", "--user", alice] + bench.fixture.storeArguments)
+                                     #expect(reset.status == 0)
+                                     unlink(bench.fixture.state + "/" + alice)
+                                 })
+        }
+
         @Test func counterOfAnUnknownVersion() throws {
             try expectFailClosed(code: PAMCode.authError, log: { _ in "the counter file does not parse" },
                                  sabotage: { bench, alice in
@@ -645,6 +665,11 @@ extension LoggingTests {
             BadArgument(argument: "dir=relative/path", logged: "dir: must be an absolute path without '..'"),
             BadArgument(argument: "state_dir=/tmp/../etc", logged: "state_dir: must be an absolute path without '..'"),
             BadArgument(argument: "passcode_interval=2w", logged: "passcode_interval: must be a duration"),
+            // Issue 27: the options pam_puff(8) and puff.conf(5) now document.
+            BadArgument(argument: "nullok_prompt=yes", logged: "nullok_prompt: takes no value"),
+            BadArgument(argument: "max_failures=1000001", logged: "max_failures: \(integer) 0...1000000"),
+            BadArgument(argument: "min_passcode=digits5", logged: "min_passcode: must be digits4, digits6, numeric or alphanumeric"),
+            BadArgument(argument: "root_exempt=1", logged: "root_exempt: takes no value"),
         ])
         func outOfRangeArgument(_ bad: BadArgument) throws {
             // After `nullok`: a bad value must not leave the module ignoring anyone.

@@ -16,10 +16,18 @@ final class FleetDirectory {
     var startTLSURI: String { "ldap://127.0.0.1:\(port + 1)" }
     var caFile: String { root + "/ca.pem" }
     private let mode: String?
+    /// What runs slapd.sh (and so slapd): e.g. `nsenter --net=…` for a server in a private
+    /// network namespace. Its ldapi socket is a file, reachable from anywhere.
+    private let launcher: [String]
 
     /// A provider, or with `consumerOf` a syncrepl consumer of that server (same test CA).
     convenience init(consumerOf provider: FleetDirectory? = nil) throws {
         try self.init(port: try Self.freePortPair(), mode: provider.map { String($0.port) }, caFrom: provider)
+    }
+
+    /// A provider started by `launcher` on `port` (and `port` + 1).
+    convenience init(launcher: [String], port: Int) throws {
+        try self.init(port: port, mode: nil, caFrom: nil, launcher: launcher)
     }
 
     /// Server `id` (1 or 2) of a multi-provider pair with the server on `peerPort`; server 2
@@ -28,12 +36,13 @@ final class FleetDirectory {
         try self.init(port: port, mode: "peer:\(peerPort):\(id)", caFrom: other)
     }
 
-    private init(port: Int, mode: String?, caFrom provider: FleetDirectory?) throws {
+    private init(port: Int, mode: String?, caFrom provider: FleetDirectory?, launcher: [String] = []) throws {
         var template = Array("/tmp/puff-ldap-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
         root = String(cString: made)
         self.port = port
         self.mode = mode
+        self.launcher = launcher
         if let provider {
             for name in ["ca.pem", "ca.key"] {
                 try FileManager.default.copyItem(atPath: provider.root + "/" + name, toPath: root + "/" + name)
@@ -49,7 +58,8 @@ final class FleetDirectory {
 
     /// Starts (or restarts, with its data) the server.
     func start() throws {
-        let status = Self.script(["start", root, String(port)] + (mode.map { [$0] } ?? []), log: root + "/script.log")
+        let status = Self.script(["start", root, String(port)] + (mode.map { [$0] } ?? []), log: root + "/script.log",
+                                 launcher: launcher)
         guard status == 0 else {
             let log = (try? String(contentsOfFile: root + "/script.log", encoding: .utf8)) ?? ""
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "slapd.sh start: \(status): \(log)"])
@@ -63,8 +73,8 @@ final class FleetDirectory {
 
     /// Runs Tests/LDAP/slapd.sh (Child: slapd detaches and keeps what it inherits, so it must
     /// inherit nothing but its log). Output goes to `log`. The exit status, or -1.
-    static func script(_ arguments: [String], log: String) -> Int32 {
-        (try? Child(["/bin/bash", scriptPath] + arguments, stdout: .append(log), stderr: .same).run()) ?? -1
+    static func script(_ arguments: [String], log: String, launcher: [String] = []) -> Int32 {
+        (try? Child(launcher + ["/bin/bash", scriptPath] + arguments, stdout: .append(log), stderr: .same).run()) ?? -1
     }
 
     /// `ldapadd`/`ldapmodify` as root over the socket (SASL EXTERNAL: manage rights).

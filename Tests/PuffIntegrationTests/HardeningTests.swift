@@ -529,6 +529,34 @@ struct HardeningTests {
         #expect(try fixture.authenticate(user, replies: [Self.right]).status == PAMCode.success)
     }
 
+    /// Issue 27 item 5: the cap is on the count. A counter written before `max_failures`
+    /// existed, 500 failures and its timed lock long over, used to get one more verified
+    /// guess through `su` (which then locked it): now it is locked until a reset, the right
+    /// passcode is refused unverified and uncounted, and `status` says so.
+    @Test func aCounterAboveTheCapWithAnExpiredLockGetsNoGuess() throws {
+        let caller = try RealClientTests.ShellUser("caller")
+        let target = try RealClientTests.ShellUser("target")
+        let fixture = try Fixture(moduleArguments: "deny=5")
+        #expect(try fixture.enroll(target.name, Self.right).status == 0)
+        try fixture.write(fixture.state + "/" + target.name, Self.counter(failures: 500, lastFailure: 1_700_000_000)
+            .replacingOccurrences(of: "locked-until 0", with: "locked-until 1700003600"), mode: 0o600)
+        let before = try fixture.status(target.name)
+        #expect(before["failures"] as? Int == 500)
+        #expect(before["locked"] as? Bool == true, "\(before)")
+        #expect(before["locked_until"] as? String == "reset", "\(before)")
+        let text = try run(Artefacts.enroll, ["status", "--user", target.name] + fixture.storeArguments)
+        #expect(text.output.contains("until reset"), "\(text.output)")
+
+        let pamFile = try Self.suService(fixture, extra: "deny=5")
+        let refused = try Self.su(as: caller, to: target, Self.right, pamFile: pamFile)
+        #expect(refused.status != 0, "\(refused.output)")
+        #expect(!refused.output.contains("puff-su-ok"), "\(refused.output)")
+        #expect(Self.rawFailures(fixture, target.name) == 500)
+        #expect(try run(Artefacts.enroll, ["reset", "--user", target.name] + fixture.storeArguments).status == 0)
+        let after = try Self.su(as: caller, to: target, Self.right, pamFile: pamFile)
+        #expect(after.output.contains("puff-su-ok \(target.name)"), "\(after.output)")
+    }
+
     @Test func minimumPasscodeTypeAtEnrollmentAndAtLogin() throws {
         let user = try TestUsers.ensure("puff-it-alice")
         let fixture = try Fixture()

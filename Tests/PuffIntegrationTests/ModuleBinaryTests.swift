@@ -67,7 +67,7 @@ struct ModuleBinaryTests {
         let names = Set(symbols.lines.compactMap { $0.split(separator: " ").last.map(String.init) })
         #expect(names == ["puff_ldap_abi", "puff_ldap_open", "puff_ldap_bind_external", "puff_ldap_bind_simple",
                           "puff_ldap_close", "puff_ldap_read_user", "puff_ldap_user_free", "puff_ldap_count_failure",
-                          "puff_ldap_modify", "puff_ldap_error_text", "puff_ldap_diagnostic"])
+                          "puff_ldap_modify", "puff_ldap_error_text", "puff_ldap_diagnostic", "puff_ldap_probe"])
     }
 
     @Test func exportsOnlyThePAMEntryPoints() throws {

@@ -67,11 +67,18 @@ struct PasswordFallbackTests {
             #expect(guess.lines.last == "RESULT 7 Authentication failure")
             #expect(try fixture.failures(user.name) == expected)
         }
-        // Locked now (deny=5): Puff no longer prompts, the password still logs in, and the
+        // Locked now (deny=5). Where the caller is not the user, Puff still asks the common
+        // prompt and says nothing (nullok_prompt); the password typed there logs in, and the
         // password success does not lift Puff's lock.
         let locked = try fixture.authenticate(user.name, replies: [Self.password], service: "puff-fallback")
-        #expect(locked.lines.contains { $0.contains("too many failed attempts") || $0.contains("Too many failed attempts") }, "\(locked.output)")
+        #expect(locked.lines.first == Discreet.prompt, "\(locked.output)")
+        #expect(!locked.lines.contains { $0.hasPrefix("ERROR") || $0.hasPrefix("INFO") }, "\(locked.output)")
         #expect(locked.lines.last == "RESULT 0 Success", "\(locked.output)")
+        // The user's own su or sudo: told about the lock, then pam_unix asks for the password.
+        let own = try fixture.authenticate(user.name, replies: [Self.password], service: "puff-fallback", bySelf: true)
+        #expect(own.lines.contains { $0.contains("too many failed attempts") }, "\(own.output)")
+        #expect(own.lines.filter { $0.hasPrefix("PROMPT") } == ["PROMPT echo-off Password: "], "\(own.output)")
+        #expect(own.lines.last == "RESULT 0 Success", "\(own.output)")
         #expect(try fixture.failures(user.name) == 5)
         #expect(try fixture.status(user.name)["locked"] as? Bool == true)
     }
@@ -120,5 +127,119 @@ struct PasswordFallbackTests {
         let byPasscode = try server.login(user.name, Self.passcode)
         #expect(byPasscode.lines.contains("puff-ssh-ok \(user.name)"), "\(byPasscode.output)\(byPasscode.errors)")
         #expect(try fixture.failures(user.name) == 0)
+    }
+
+    // MARK: Issue 27, item 4: the shipped stack does not tell who uses Puff
+
+    /// The pam-auth-update profile holds the same Puff line as the documented stack.
+    @Test func theProfileAndTheDocumentedStackAgree() throws {
+        func pamLine(_ text: String) -> String? {
+            text.split(separator: "\n").map { $0.split(whereSeparator: { $0 == " " || $0 == "\t" }) }
+                .first { $0.contains("pam_puff.so") && !$0.contains("authsucc") }
+                .map { Array($0.drop { $0 != "pam_puff.so" }).joined(separator: " ") }
+        }
+        let profile = try String(contentsOf: Artefacts.repository.appendingPathComponent("debian/pam-configs/puff"), encoding: .utf8)
+        let stack = try String(contentsOf: Artefacts.repository.appendingPathComponent("pam.d/puff-else-password"), encoding: .utf8)
+        #expect(pamLine(profile) == "pam_puff.so nullok_prompt", "\(pamLine(profile) ?? "none")")
+        #expect(pamLine(profile) == pamLine(stack))
+        let readme = try String(contentsOf: Artefacts.repository.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.contains("pam_puff.so nullok_prompt"))
+    }
+
+    /// Through libpam as sshd runs it (real uid root): an enrolled account, an account without
+    /// a record and a name that is no account see the same transcript for a wrong password,
+    /// and the account without Puff logs in with its password typed once at the first prompt,
+    /// with nothing counted or written for it.
+    @Test func theShippedStackAsksEveryAccountTheSameThroughLibpam() throws {
+        let enrolled = try Self.userWithPassword("fb")
+        let withoutPuff = try Self.userWithPassword("nopuff")
+        let noAccount = "puff-rc-no-such-account"
+        #expect(getpwnam(noAccount) == nil)
+        let fixture = try Fixture()
+        #expect(try fixture.enroll(enrolled.name, Self.passcode).status == 0)
+        try fixture.write(fixture.pamDirectory + "/puff-fallback",
+                          try Self.shippedStack(fixture) + "account required pam_permit.so\n", mode: 0o644)
+
+        let reference = try fixture.authenticate(enrolled.name, replies: ["not-the-password"], service: "puff-fallback")
+        #expect(reference.lines.first == Discreet.prompt, "\(reference.output)")
+        #expect(reference.lines.last == "RESULT 7 Authentication failure", "\(reference.output)")
+        #expect(try fixture.failures(enrolled.name) == 1)
+        for user in [withoutPuff.name, noAccount] {
+            let seen = try fixture.authenticate(user, replies: ["not-the-password"], service: "puff-fallback")
+            #expect(seen.lines == reference.lines, "\(user): \(seen.lines) vs \(reference.lines)")
+        }
+        let login = try fixture.authenticate(withoutPuff.name, replies: [Self.password], service: "puff-fallback")
+        #expect(login.lines.filter { $0.hasPrefix("PROMPT") } == [Discreet.prompt], "\(login.output)")
+        #expect(login.lines.last == "RESULT 0 Success", "\(login.output)")
+        for user in [withoutPuff.name, noAccount] {
+            #expect(!FileManager.default.fileExists(atPath: fixture.state + "/" + user), "a counter was written for \(user)")
+            #expect(!FileManager.default.fileExists(atPath: fixture.state + "/.history/" + user))
+        }
+        // The enrolled account's fallback is unchanged: the password at Puff's prompt logs in
+        // and authsucc takes back the failure it counted.
+        let byPassword = try fixture.authenticate(enrolled.name, replies: [Self.password], service: "puff-fallback")
+        #expect(byPassword.lines.last == "RESULT 0 Success", "\(byPassword.output)")
+        #expect(try fixture.failures(enrolled.name) == 1)
+    }
+
+    /// The same through real `su` run by an ordinary user and a real sshd: the first prompt is
+    /// the same for every account (a name that is no account only through sshd: su itself says
+    /// so before PAM runs), and a user without Puff logs in typing the password once.
+    @Test func theShippedStackAsksEveryAccountTheSameThroughSuAndSshd() throws {
+        let caller = try RealClientTests.ShellUser("caller")
+        let enrolled = try Self.userWithPassword("target")
+        let withoutPuff = try Self.userWithPassword("nopuff")
+        let noAccount = "puff-rc-no-such-account"
+        let fixture = try Fixture()
+        #expect(try fixture.enroll(enrolled.name, Self.passcode).status == 0)
+        let pamFile = fixture.root + "/su"
+        try fixture.write(pamFile, try Self.shippedStack(fixture) + """
+            account required pam_permit.so
+            session required pam_permit.so
+
+            """, mode: 0o644)
+        let prompt = "Puff passcode or gesture: "
+        /// The terminal's text up to and including the first prompt's ": ".
+        func firstPrompt(_ output: String) -> String {
+            output.range(of: ": ").map { String(output[..<$0.upperBound]) } ?? output
+        }
+        let enrolledSu = try RealClientTests.su(as: caller, to: enrolled, answers: [(":", "not-the-password")], pamFile: pamFile)
+        #expect(firstPrompt(enrolledSu.output) == prompt, "\(enrolledSu.output)")
+        let plainSu = try RealClientTests.su(as: caller, to: withoutPuff, answers: [(":", Self.password)], pamFile: pamFile)
+        #expect(firstPrompt(plainSu.output) == prompt, "\(plainSu.output)")
+        #expect(plainSu.output.contains("puff-su-ok \(withoutPuff.name)"), "\(plainSu.output)")
+        #expect(!plainSu.output.contains("Password:"), "asked twice: \(plainSu.output)")
+        #expect(!plainSu.output.contains("Puff: "), "\(plainSu.output)")
+
+        let server = try RealClientTests.PrivateSSHServer(fixture, moduleArguments: "",
+                                                          authStack: try Self.shippedStack(fixture))
+        // ssh asks through an askpass program, which logs every prompt it is shown.
+        let askpass = fixture.root + "/askpass"
+        try fixture.write(askpass, "#!/bin/sh\nprintf '%s\\n' \"$1\" >> \"$PUFF_ASKPASS_LOG\"\nprintf '%s\\n' \"$PUFF_ASKPASS_ANSWER\"\n",
+                          mode: 0o755)
+        func ssh(_ user: String, _ answer: String) throws -> (run: Run, prompts: [String]) {
+            let log = fixture.root + "/prompts-" + user
+            let result = try run("/usr/bin/timeout", ["60"] + server.clientArguments(user, command: "echo puff-ssh-ok $(id -un)"),
+                                 environment: ["SSH_ASKPASS": askpass, "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": "",
+                                               "PUFF_ASKPASS_LOG": log, "PUFF_ASKPASS_ANSWER": answer])
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            // OpenSSH shows keyboard-interactive prompts as "(user@host) PROMPT".
+            let prompts = text.split(separator: "\n").map { line in
+                line.range(of: ") ").map { String(line[$0.upperBound...]) } ?? String(line)
+            }
+            return (result, prompts)
+        }
+        let enrolledSsh = try ssh(enrolled.name, "not-the-password")
+        let plainSsh = try ssh(withoutPuff.name, Self.password)
+        let nobodySsh = try ssh(noAccount, "not-the-password")
+        #expect(enrolledSsh.prompts.first == prompt, "\(enrolledSsh.prompts) \(enrolledSsh.run.errors)")
+        #expect(plainSsh.prompts.first == prompt, "\(plainSsh.prompts)")
+        #expect(nobodySsh.prompts.first == prompt, "\(nobodySsh.prompts)")
+        #expect(plainSsh.prompts.count == 1, "the password was asked for more than once: \(plainSsh.prompts)")
+        #expect(plainSsh.run.lines.contains("puff-ssh-ok \(withoutPuff.name)"), "\(plainSsh.run.output)\(plainSsh.run.errors)")
+        #expect(!enrolledSsh.run.output.contains("puff-ssh-ok"))
+        // Puff counted nothing for the account without a record.
+        #expect(!FileManager.default.fileExists(atPath: fixture.state + "/" + withoutPuff.name))
+        #expect(try fixture.failures(enrolled.name) == 2)
     }
 }

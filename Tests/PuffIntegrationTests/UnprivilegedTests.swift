@@ -330,6 +330,32 @@ struct UnprivilegedTests {
         #expect(status.output.contains("the next login accepts passcode or gesture"), "\(status.output)")
     }
 
+    /// Issue 27 item 5: a user may not weaken their own passcode below 6 digits through the
+    /// helper unless the administrator set `min_passcode`; nothing is changed or counted.
+    @Test func anOrdinaryUserCannotLowerTheirPasscodeBelowSixDigits() throws {
+        let stage = try Stage()
+        let dave = try userWithPassword(stage)
+        #expect(try stage.fixture.enroll(dave, "604917").status == 0)
+        let record = stage.fixture.etc + "/users/" + dave
+        let before = try String(contentsOfFile: record, encoding: .utf8)
+        for type in ["digits4", "numeric"] {
+            let lowered = try selfEnroll(stage, dave, ["passcode", "--type", type], input: "604917\n5839\n")
+            #expect(lowered.status == 3, "\(type): \(lowered.output) \(lowered.errors)")
+            #expect(lowered.errors.contains("fewer than 6 digits"), "\(lowered.errors)")
+            #expect(try String(contentsOfFile: record, encoding: .utf8) == before)
+        }
+        #expect(try stage.fixture.failures(dave) == 0)
+        #expect(try stage.authenticate(as: dave, replies: ["604917"]).status == PAMCode.success)
+
+        // The administrator allows 4 digits explicitly: then the user may choose them.
+        let allowing = try Stage(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\nmin_passcode = digits4\n")
+        let erin = try userWithPassword(allowing)
+        #expect(try allowing.fixture.enroll(erin, "604917").status == 0)
+        let allowed = try selfEnroll(allowing, erin, ["passcode", "--type", "digits4"], input: "604917\n5839\n")
+        #expect(allowed.status == 0, "\(allowed.errors)")
+        #expect(try allowing.authenticate(as: erin, replies: ["5839"]).status == PAMCode.success)
+    }
+
     /// The self-service client reads the helper's refusals through the shared mapping: a
     /// proof refused while locked says so, changes nothing, and the state reads back locked.
     @Test func aSelfServiceProofWhileLockedIsRefusedAsLocked() throws {

@@ -94,4 +94,83 @@ struct UserEnumerationTests {
         #expect(ownRequired.lines.first == "INFO Puff: passcode required: an administrator asked for the passcode.",
                 "\(ownRequired.lines)")
     }
+
+    /// Issue 27, item 2: in a discreet service every refusal does the same work, whatever the
+    /// account, its state and the reply's kind — one argon2id at the configured cost (seen as
+    /// its 64 MiB allocation) and the same number of fsyncs, counted or not — through the
+    /// harness as sshd runs it (real uid root: the files store in the module) and as `su` run
+    /// by another user runs it (real uid that user's: the root-started helper's service call).
+    /// The time itself is measured by `make timing`, not asserted here.
+    @Test("a discreet refusal costs one argon2id and the same fsyncs for every account and reply kind")
+    func aDiscreetRefusalCostsTheSameWork() throws {
+        // The default argon2id cost (64 MiB), so each run shows as one large allocation.
+        let fixture = try Fixture(config: "", moduleArguments: "deny=1000000 max_failures=0 gesture_tries=0")
+        let gestures = GestureLoginTests()
+        let enrolled = try TestUsers.ensure("puff-it-alice")
+        try fixture.enroll(enrolled, "604917")
+        try gestures.enrolled(fixture, enrolled)
+        let noRecord = try TestUsers.ensure("puff-it-bob")
+        let noAccount = "puff-it-no-such-account"
+        let locked = try TestUsers.ensure("puff-it-carol")
+        try fixture.enroll(locked, "604917")
+        let now = Int(Date().timeIntervalSince1970)
+        try fixture.write(fixture.state + "/" + locked, """
+            puff-tally 3
+            failures 5
+            last-failure \(now)
+            locked-until \(now + 31_536_000)
+            gesture-failures 0
+            passcode-at \(now)
+            passcode-boot -
+            admin-lock 0
+            serial 5
+            cleared-serial 0
+
+            """, mode: 0o600)
+        let required = try TestUsers.ensure("puff-it-dave")
+        try fixture.enroll(required, "604917")
+        try gestures.enrolled(fixture, required)
+        #expect(try run(Artefacts.enroll, ["lock", "--user", required] + fixture.storeArguments).status == 0)
+        let caller = try TestUsers.ensure("puff-it-erin")
+        let callerUID = try #require(getpwnam(caller)).pointee.pw_uid
+
+        /// fsync calls and argon2id-sized allocations of one attempt, followed into every child.
+        func work(_ user: String, _ reply: String, asCaller: Bool) throws -> (fsyncs: Int, kdf: Int, result: String?) {
+            let trace = fixture.root + "/trace-" + String(UInt32.random(in: 0...UInt32.max))
+            var arguments = ["-f", "-qq", "-e", "trace=fsync,fdatasync,mmap", "-o", trace, Artefacts.harness,
+                             "--confdir", fixture.pamDirectory, "--service", "puff-test", "--user", user, "--reply", reply]
+            if asCaller { arguments += ["--caller", String(callerUID)] }
+            let attempt = try run("/usr/bin/strace", arguments)
+            let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
+            // libsodium's argon2id maps its 64 MiB with MAP_POPULATE (PasscodeHasher's reservation
+            // before it does not populate): one such mapping per argon2id run.
+            let kdf = lines.filter { line in
+                guard line.contains("mmap(NULL, "), line.contains("MAP_POPULATE"), let size = line.split(separator: ",").dropFirst().first
+                    .flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) else { return false }
+                return size >= 64 << 20
+            }.count
+            return (lines.filter { $0.contains("fsync(") || $0.contains("fdatasync(") }.count, kdf,
+                    attempt.lines.last { $0.hasPrefix("RESULT") })
+        }
+        let wrongGesture = "puff-gesture:1:400x300:t 2,2"
+        for asCaller in [false, true] {
+            var seen: [String: (fsyncs: Int, kdf: Int, result: String?)] = [:]
+            for (kind, reply) in [("passcode", "111111"), ("gesture", wrongGesture)] {
+                for user in [enrolled, noRecord, noAccount, locked, required] {
+                    seen["\(kind) \(user)"] = try work(user, reply, asCaller: asCaller)
+                }
+            }
+            let reference = try #require(seen["passcode \(enrolled)"])
+            #expect(reference.fsyncs > 0, "the counted failure wrote nothing durably")
+            for (name, cost) in seen {
+                #expect(cost.result == "RESULT \(PAMCode.authError) Authentication failure", "\(name): \(cost)")
+                #expect(cost.kdf == 1, "\(asCaller ? "su" : "sshd") \(name): \(cost.kdf) argon2id runs")
+                #expect(cost.fsyncs == reference.fsyncs,
+                        "\(asCaller ? "su" : "sshd") \(name): \(cost.fsyncs) fsyncs, the enrolled passcode case \(reference.fsyncs)")
+            }
+        }
+        // Counted or not, as before: the enrolled account's refusals count, the others do not.
+        #expect(try fixture.failures(enrolled) == 4)
+        #expect(try fixture.failures(required) == 2, "only the passcode replies to the passcode-required account count")
+    }
 }

@@ -24,7 +24,7 @@ typedef struct ldap LDAP;
 /* Returned by every call when the implementation could not be loaded (never an LDAP code). */
 #define PUFF_LDAP_UNAVAILABLE (-1000)
 /* The version of this interface; the loader refuses a puff-ldap.so of another one. */
-#define PUFF_LDAP_ABI 1
+#define PUFF_LDAP_ABI 2
 PUFF_LDAP_API int puff_ldap_abi(void);
 
 /* Whether the implementation is there: 1 when linked directly or already loaded, else 0. */
@@ -100,5 +100,23 @@ PUFF_LDAP_API int puff_ldap_modify(LDAP *ld, const char *dn, const puff_ldap_cha
  * operation on `ld` (copied into `buffer`, possibly empty). */
 PUFF_LDAP_API const char *puff_ldap_error_text(int code);
 PUFF_LDAP_API void puff_ldap_diagnostic(LDAP *ld, char *buffer, size_t size);
+
+/* What puff_ldap_probe found. */
+enum {
+    /* A server of the list accepted a connection: the failure was not the network's. */
+    PUFF_LDAP_PROBE_REACHABLE = 0,
+    /* Every address refused the connection, stayed silent, or had no route: out of reach. */
+    PUFF_LDAP_PROBE_REMOTE = 1,
+    /* A resource of this host failed (no free source port, no descriptor, no buffer), or a
+     * name did not resolve (which a full table of local ports can cause too): the cause may be
+     * a local user's doing, so it is never read as "out of reach". */
+    PUFF_LDAP_PROBE_LOCAL = 2,
+};
+
+/* After libldap could not reach any server of `uris` (space-separated ldap://, ldaps://,
+ * ldapi:// URIs): connects once more to every address of every server, from a fresh socket
+ * with no libldap in the way, each bounded by `timeout_ms`, and says why it failed. The first
+ * failure that is not the network's is described in `reason` (may be empty). */
+PUFF_LDAP_API int puff_ldap_probe(const char *uris, int timeout_ms, char *reason, size_t size);
 
 #endif

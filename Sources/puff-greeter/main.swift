@@ -1,0 +1,65 @@
+// puff-greeter: a LightDM greeter that shows Puff's picture password and keypad exactly as
+// puff-lock does (PuffScreen), at the login screen. LightDM starts it as its own account
+// (`lightdm` on Debian) on the X server of the seat; the daemon runs PAM and relays each
+// prompt and message here, and this program answers them (liblightdm-gobject-1).
+//
+//   puff-greeter [--dir DIRECTORY] [--print-layout]
+//
+// --dir: the Puff directory whose pictures/ it shows (default /etc/puff, like puff-lock).
+// --print-layout: where the rows, the picture and the buttons are, on stderr (tests).
+import CLockX
+import Glibc
+import PuffPlatform
+import PuffScreen
+
+Report.program = "puff-greeter"
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments == [PictureDecoder.childArgument] { exit(PictureDecoder.runChild()) }
+
+var directory = "/etc/puff"
+var printLayout = false
+var remaining = arguments.makeIterator()
+while let argument = remaining.next() {
+    switch argument {
+    case "--dir":
+        guard let value = remaining.next(), value.hasPrefix("/") else {
+            Report.warn("--dir takes an absolute path")
+            exit(2)
+        }
+        directory = value
+    case "--print-layout":
+        printLayout = true
+    case "--version":
+        print("puff-greeter \(BuildInfo.version)")
+        exit(0)
+    case "--help", "-h":
+        print("""
+            usage: puff-greeter [--dir DIRECTORY] [--print-layout]
+            A LightDM greeter for Puff's picture password and passcode; LightDM starts it
+            (greeter-session=puff-greeter). See puff-greeter(8).
+            """)
+        exit(0)
+    default:
+        Report.warn("unknown argument \(argument); see puff-greeter --help")
+        exit(2)
+    }
+}
+
+// A crashed greeter leaves no core with a typed passcode in it, and no process of the
+// greeter's account can read its memory.
+guard puff_forbid_dumps() == 0 else {
+    Report.warn("cannot disable core dumps")
+    exit(1)
+}
+// A decoder that dies early must not take the greeter with it.
+signal(SIGPIPE, SIG_IGN)
+
+do {
+    let display = try LockDisplay()
+    let connection = try LightDMConnection()
+    display.show()
+    GreeterFlow(display: display, connection: connection, directory: directory, printLayout: printLayout).run()
+} catch {
+    Report.warn("\(error)")
+    exit(1)
+}
