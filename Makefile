@@ -58,7 +58,7 @@ DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules li
 	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl scdoc libaudit-dev \
 	slapd ldap-utils libldap2-dev \
 	libtss2-dev swtpm swtpm-tools tpm2-tools \
-	libx11-dev libxi-dev libxrandr-dev libcairo2-dev fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils x11-xserver-utils \
+	libx11-dev libxi-dev libxrandr-dev libcairo2-dev fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils x11-xserver-utils xinput \
 	liblightdm-gobject-dev lightdm xserver-xephyr dbus-daemon
 # What `make deb` and `make deb-test` need besides DEBIAN_DEPS.
 DEB_DEPS    := debhelper fakeroot dpkg-dev lintian man-db

@@ -429,11 +429,13 @@ package final class LockDisplay {
     }
 
     private func translate(_ event: inout XEvent) -> LockEvent? {
-        if XFilterEvent(&event, UInt(None)) != 0 { return nil }
         // The covering window takes keys and clicks only from the devices it grabbed, never
         // from another client's XSendEvent; the embedded child takes them only from its parent.
+        // Dropped before XFilterEvent: a synthetic dead key would otherwise start a compose
+        // sequence that changes or swallows the user's next real key.
         let input = [KeyPress, KeyRelease, ButtonPress, ButtonRelease, MotionNotify, GenericEvent].contains(event.type)
         if input && (embedded || (!windowed && event.xany.send_event != 0)) { return nil }
+        if XFilterEvent(&event, UInt(None)) != 0 { return nil }
         switch event.type {
         case KeyPress:
             return key(&event.xkey)

@@ -101,8 +101,10 @@ final class LockGuard {
 
     /// Forwards an input event (typed text is wiped from this process once sent).
     private func forward(_ event: LockEvent) {
-        guard child != 0, var record = LockChannel.record(event) else { return }
+        // Wiped on every path, also with no child to send it to.
+        let copied = child != 0 ? LockChannel.record(event) : nil
         if case .text(var typed) = event { typed.wipe() }
+        guard var record = copied else { return }
         LockChannel.send(socket, &record)
     }
 
@@ -217,7 +219,7 @@ final class LockGuard {
         starts = starts.filter { now - $0 < Self.loopWindow }
         if starts.count >= Self.loopStarts {
             // Waiting here keeps the grabs (the server holds them) and the windows.
-            _ = display.nextEvent(timeout: 1)
+            if case .text(var typed)? = display.nextEvent(timeout: 1) { typed.wipe() }
         }
         if spawn() {
             LockChannel.send(socket, .locked)

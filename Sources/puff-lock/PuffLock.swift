@@ -106,6 +106,14 @@ struct PuffLock: ParsableCommand {
     }
 
     func run() throws {
+        // No program this process starts (gsettings for the theme, the authentication child,
+        // what PAM starts there) inherits a descriptor it was not given: above all not
+        // xss-lock's sleep lock (XSS_SLEEP_LOCK_FD), which would hold off suspend's lock
+        // transfer for as long as that program or anything it left behind runs.
+        guard puff_cloexec_from(3) == 0 else {
+            Report.warn("cannot mark descriptors close-on-exec (errno \(errno)): not locking")
+            throw ExitCode(LockExit.cannotLock)
+        }
         if draw || show { return try window() }
         // A screen locker never runs as root: the module would then read the store itself,
         // and a root process drawing on an X server the user controls is a needless risk.
@@ -166,14 +174,19 @@ struct PuffLock: ParsableCommand {
 
     /// One puff-lock per display: the owner of the `_PUFF_LOCK_S<screen>` selection holds it.
     static func claim(_ display: LockDisplay) throws(LockDisplayError) {
-        let atom = XInternAtom(display.display, "_PUFF_LOCK_S\(display.screen)", 0)
-        guard XGetSelectionOwner(display.display, atom) == UInt(None) else {
-            throw LockDisplayError(description: "another puff-lock is locking this display")
+        let name = "_PUFF_LOCK_S\(display.screen)"
+        let atom = XInternAtom(display.display, name, 0)
+        // Any X client can own the selection (X11 has no way to reserve it); name the owner's
+        // window (`xwininfo -id`, `xprop -id` tell whose it is), not just "another puff-lock".
+        func taken(_ owner: UInt) -> LockDisplayError {
+            LockDisplayError(description: "another puff-lock is locking this display, or another X client blocks it: "
+                + "the selection \(name) is owned by window 0x\(String(owner, radix: 16))")
         }
+        let owner = XGetSelectionOwner(display.display, atom)
+        guard owner == UInt(None) else { throw taken(owner) }
         XSetSelectionOwner(display.display, atom, display.window, UInt(CurrentTime))
-        guard XGetSelectionOwner(display.display, atom) == display.window else {
-            throw LockDisplayError(description: "another puff-lock is locking this display")
-        }
+        let now = XGetSelectionOwner(display.display, atom)
+        guard now == display.window else { throw taken(now) }
     }
 
     /// The authentication process (`--auth-child`): draws in the parent's window, answers

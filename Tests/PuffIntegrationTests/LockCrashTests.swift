@@ -263,6 +263,68 @@ struct LockCrashTests {
         #expect(try stage.fixture.failures(user) == 0)
     }
 
+    /// A dead key sent with XSendEvent to the covering window must not reach Xlib's compose
+    /// state (it did while XFilterEvent ran before the synthetic-input check): the user's
+    /// next real key would then be swallowed or changed, and a right passcode fail.
+    @Test func aSyntheticDeadKeyDoesNotTouchTheNextKey() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try LockScreenTests.stage(user)
+        let server = try XServer(extra: ["-noreset"])
+        // A dead key on the keyboard map before puff-lock starts, and a locale with a compose
+        // table (as in a user's session).
+        let mapped = try run("/usr/bin/xmodmap", ["-display", server.display, "-e", "keycode 200 = dead_acute"])
+        #expect(mapped.status == 0, "xmodmap: \(mapped.errors)")
+        let locker = try LockScreenTests.Locker(stage: stage, user: user, server: server, environment: ["LC_ALL=C.UTF-8"])
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        let found = try server.xdotool(["search", "--name", "^puff-lock$"])
+        let parent = try #require(found.lines.first, "\(found.output)")
+        // xdotool sends a real key (XTEST) to the focused window and XSendEvent to any other:
+        // the focus moved first (any client may), then the dead key sent to the covering
+        // window itself (the window Xlib's compose filter is registered for).
+        let tree = try run("/usr/bin/xwininfo", ["-display", server.display, "-id", parent, "-children"])
+        let child = try #require(tree.lines.first { $0.hasPrefix("     0x") }?.split(separator: " ").first, "\(tree.output)")
+        try server.xdotool(["windowfocus", String(child)])
+        try server.xdotool(["key", "--window", parent, "dead_acute"])
+        usleep(300_000)
+        try server.xdotool(["type", "--delay", "30", "604917"])
+        #expect(locker.exitStatus(timeout: 20) == 0, "the right passcode after a synthetic dead key: \(locker.text)")
+        #expect(try stage.fixture.failures(user) == 0)
+    }
+
+    /// What docs/puff-lock.md says every X client can do, shown: a client that selects XInput2
+    /// raw key events on the root window (`xinput test-xi2 --root`) reads the passcode typed on
+    /// the lock screen, grabs or not. Not something puff-lock can fix (a property of X11);
+    /// this test fails, and the docs must change, the day the server stops sending them.
+    @Test func everyClientReadsWhatIsTypedOnTheLockScreen() throws {
+        let (user, stage, server, locker) = try LockScreenTests.readyLocker()
+        let seen = stage.fixture.root + "/raw-\(UUID().uuidString).txt"
+        let watcher = try TmuxPane.spawn("/bin/sh", ["sh", "-c", "DISPLAY=\(server.display) exec stdbuf -oL /usr/bin/xinput test-xi2 --root >'\(seen)' 2>&1"])
+        defer {
+            kill(watcher, SIGKILL)
+            _ = try? TmuxPane.wait(watcher)
+        }
+        usleep(700_000)
+        try server.xdotool(["type", "--delay", "40", "604917"])
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+        #expect(try stage.fixture.failures(user) == 0)
+        usleep(300_000)
+        // The keycodes of the raw key presses, read back through the keyboard map.
+        let map = try run("/usr/bin/xmodmap", ["-display", server.display, "-pke"])
+        var symbols: [String: String] = [:]
+        for line in map.lines {
+            let words = line.split(separator: " ")
+            if words.count >= 4, words[0] == "keycode", words[2] == "=" { symbols[String(words[1])] = String(words[3]) }
+        }
+        let events = try String(contentsOfFile: seen, encoding: .utf8)
+        var typed = "", inRawPress = false
+        for line in events.split(separator: "\n") {
+            if line.hasPrefix("EVENT type") { inRawPress = line.contains("(RawKeyPress)") }
+            let words = line.split(separator: " ")
+            if inRawPress, words.count == 2, words[0] == "detail:" { typed += symbols[String(words[1])] ?? "?" }
+        }
+        #expect(typed == "604917", "what a client selecting raw key events saw: \(typed) in \(events.prefix(2000))")
+    }
+
     /// The locking parent killed (the user can always kill their own locker): the screen
     /// unlocks, as with every X11 locker, and the child does not outlive it.
     @Test func killingTheParentUnlocksAndTakesTheChildAlong() throws {

@@ -175,7 +175,20 @@ struct LockFaceTests {
         let reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         #expect(reader >= 0)
         defer { close(reader) }
-        let locker = try Locker(stage: stage, user: user, server: server, environment: ["XSS_SLEEP_LOCK_FD=7"],
+        // A gsettings (asked for the theme) that leaves a process behind, as one that starts a
+        // D-Bus or dconf service does: it must not hold the sleep lock.
+        let bin = "/tmp/puff-lock-bin-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
+        defer {
+            if let left = try? String(contentsOfFile: bin + "/left", encoding: .utf8), let pid = pid_t(left.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                kill(pid, SIGKILL)
+            }
+            try? FileManager.default.removeItem(atPath: bin)
+        }
+        try "#!/bin/sh\nsleep 60 </dev/null >/dev/null 2>&1 &\necho $! >'\(bin)/left'\necho \"'prefer-dark'\"\n"
+            .write(toFile: bin + "/gsettings", atomically: false, encoding: .utf8)
+        chmod(bin + "/gsettings", 0o755)
+        let locker = try Locker(stage: stage, user: user, server: server, environment: ["XSS_SLEEP_LOCK_FD=7", "PATH=\(bin):/usr/bin:/bin"],
                                 beforeExec: "exec 7>'\(fifo)' && ")
         // POLLHUP: a writer opened the FIFO and every writer has closed it since.
         var poller = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
@@ -190,6 +203,7 @@ struct LockFaceTests {
         #expect(try LockCrashTests.covered(server), "released before the screen was covered")
         #expect(locker.text.contains("locked \(user)") || locker.waitFor("locked \(user)", timeout: 2))
         #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        #expect(locker.text.contains("theme dark (color-scheme 'prefer-dark')"), "the stand-in gsettings was not asked: \(locker.text)")
         try Self.click("604917", server, locker)
         #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
     }

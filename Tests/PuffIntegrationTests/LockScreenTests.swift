@@ -239,7 +239,10 @@ struct LockScreenTests {
         // A second locker is refused while one runs, and says so, before it starts anything.
         let second = try Locker(stage: stage, user: user, server: server, extra: ["--grab-timeout", "0.5"])
         #expect(second.exitStatus(timeout: 20) == 69)
-        #expect(second.text.contains("another puff-lock is locking this display; not locking"), "\(second.text)")
+        // It names the selection's owner: the first locker's covering window.
+        let windows = try run("/usr/bin/xwininfo", ["-display", server.display, "-root", "-children"])
+        let cover = try #require(windows.lines.first { $0.contains("\"puff-lock\"") }?.split(separator: " ").first, "\(windows.output)")
+        #expect(second.text.contains("another puff-lock is locking this display, or another X client blocks it: the selection _PUFF_LOCK_S0 is owned by window \(cover); not locking"), "\(second.text)")
         #expect(second.children.isEmpty, "\(second.text)")
 
         // A window mapped over the lock screen is covered again.
