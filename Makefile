@@ -139,17 +139,17 @@ $(EMBEDDED)/ceil.o: Embedded/Glibc/ceil.c
 	mkdir -p $(EMBEDDED)
 	cc -O2 -fPIC -fno-builtin -Wall -c $< -o $@
 
-$(EMBEDDED)/CLDAP.o: Sources/CLDAP/puff_ldap_loader.c Sources/CLDAP/include/puff_ldap.h
+$(EMBEDDED)/CLDAP.o: Sources/CLDAP/puff_ldap_loader.c Sources/CLDAP/include/puff_ldap.h Embedded/Loader/puff_library.h
 	mkdir -p $(EMBEDDED)
-	cc -O2 -fPIC -Wall -I Sources/CLDAP/include -c $< -o $@
+	cc -O2 -fPIC -Wall -I Sources/CLDAP/include -I Embedded/Loader -c $< -o $@
 
 # Tpm mode's TPM client: the helper links only its loader (CTPM.o), which opens puff-tpm.so
 # when a sealed key is read; libtss2 is not in its DT_NEEDED. The module has no TPM code at all
 # (its PuffPlatform is compiled with -D PUFF_MODULE, below): libtss2 reads TSS2_LOGFILE from the
 # environment, which in su is the user's, so tpm mode goes through the helper.
-$(EMBEDDED)/CTPM.o: Sources/CTPM/puff_tpm_loader.c Sources/CTPM/include/puff_tpm.h
+$(EMBEDDED)/CTPM.o: Sources/CTPM/puff_tpm_loader.c Sources/CTPM/include/puff_tpm.h Embedded/Loader/puff_library.h
 	mkdir -p $(EMBEDDED)
-	cc -O2 -fPIC -Wall -I Sources/CTPM/include -c $< -o $@
+	cc -O2 -fPIC -Wall -I Sources/CTPM/include -I Embedded/Loader -c $< -o $@
 
 build/puff-tpm.so: Sources/CTPM/puff_tpm.c Sources/CTPM/include/puff_tpm.h
 	mkdir -p build

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "puff_ldap.h"
+#include "puff_library.h"
 
 struct table {
     int (*abi)(void);
@@ -46,23 +47,8 @@ static void failed(char *error, size_t size, const char *format, const char *det
 
 /* Checks the file open at `fd`, loads it and fills `table`: 0, or -1 with `error` set. */
 static int load(int fd, struct table *table, char *error, size_t size) {
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        failed(error, size, "fstat: %s", strerror(errno));
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-        failed(error, size, "%s", "it must be a regular file owned by root and not writable by group or others");
-        return -1;
-    }
-    char name[64];
-    snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
-    void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        const char *reason = dlerror();
-        failed(error, size, "%s", reason ? reason : "dlopen failed");
-        return -1;
-    }
+    void *handle = puff_open_trusted_library(fd, error, size);
+    if (!handle) return -1;
 #define RESOLVE(field, symbol)                                                       \
     do {                                                                             \
         *(void **)&table->field = dlsym(handle, symbol);                             \

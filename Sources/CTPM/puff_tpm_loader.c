@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "puff_tpm.h"
+#include "puff_library.h"
 
 struct table {
     int (*abi)(void);
@@ -33,23 +34,8 @@ static void failed(char *error, size_t size, const char *text) {
 }
 
 static int load(int fd, struct table *table, char *error, size_t size) {
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        failed(error, size, strerror(errno));
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-        failed(error, size, "it must be a regular file owned by root and not writable by group or others");
-        return -1;
-    }
-    char name[64];
-    snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
-    void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        const char *reason = dlerror();
-        failed(error, size, reason ? reason : "dlopen failed");
-        return -1;
-    }
+    void *handle = puff_open_trusted_library(fd, error, size);
+    if (!handle) return -1;
     *(void **)&table->abi = dlsym(handle, "puff_tpm_abi");
     *(void **)&table->seal = dlsym(handle, "puff_tpm_seal");
     *(void **)&table->unseal = dlsym(handle, "puff_tpm_unseal");
