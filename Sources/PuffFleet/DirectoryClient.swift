@@ -204,16 +204,11 @@ public final class DirectoryConnection {
         func failure(_ reason: String) -> StoreError {
             .directory("the LDAP client library \(path) cannot be loaded: " + LogText.escape(reason, limit: 300))
         }
-        let file: FileDescriptor
         do {
-            file = try TrustedLibrary.open(path)
+            try TrustedLibrary.load(path) { puff_ldap_load($0, $1, $2) }
         } catch {
             throw failure(error.reason)
         }
-        var buffer = [CChar](repeating: 0, count: 512)
-        let code = puff_ldap_load(file.rawValue, &buffer, buffer.count)
-        guard code != 0 else { return }
-        throw failure(TrustedLibrary.text(buffer, or: "unknown error"))
     }
 
     /// `error(code, what)`, remembered as `lost` when it means the directory is out of reach.

@@ -8,7 +8,7 @@ import PuffCore
 /// file through /proc/self/fd, so it cannot be swapped in between.
 package enum TrustedLibrary {
     /// Opens `path` for a loader; the error is the reason, for the caller's message.
-    package static func open(_ path: String) throws(LoadFailure) -> FileDescriptor {
+    private static func open(_ path: String) throws(LoadFailure) -> FileDescriptor {
         let bytes = Array(path.utf8)
         guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")), slash + 1 < bytes.count else {
             throw LoadFailure(reason: "not the path of a file")
@@ -26,6 +26,17 @@ package enum TrustedLibrary {
         } catch {
             throw LoadFailure(reason: error == Errno(ELOOP) ? "it is a symbolic link" : "open: \(error)")
         }
+    }
+
+    /// Opens `path` and hands that descriptor to its C loader (`load(fd, error, size)`, 0 on
+    /// success, else a reason in `error`); a failure's error is the reason, for the caller's message.
+    package static func load(_ path: String,
+                             with load: (Int32, UnsafeMutablePointer<CChar>?, Int) -> Int32) throws(LoadFailure) {
+        let file = try open(path)
+        var buffer = [CChar](repeating: 0, count: 512)
+        let code = buffer.withUnsafeMutableBufferPointer { load(file.rawValue, $0.baseAddress, $0.count) }
+        guard code != 0 else { return }
+        throw LoadFailure(reason: text(buffer, or: "unknown error"))
     }
 
     /// Why a library could not be opened or loaded.

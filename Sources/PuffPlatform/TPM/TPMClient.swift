@@ -82,15 +82,11 @@ public enum TPMClient {
         func failure(_ reason: String) -> StoreError {
             .tpm("the TPM client library \(path) cannot be loaded: " + LogText.escape(reason, limit: 300))
         }
-        let file: FileDescriptor
         do {
-            file = try TrustedLibrary.open(path)
+            try TrustedLibrary.load(path) { puff_tpm_load($0, $1, $2) }
         } catch {
             throw failure(error.reason)
         }
-        var buffer = [CChar](repeating: 0, count: 512)
-        guard puff_tpm_load(file.rawValue, &buffer, buffer.count) != 0 else { return }
-        throw failure(TrustedLibrary.text(buffer, or: "unknown error"))
     }
 }
 #endif
