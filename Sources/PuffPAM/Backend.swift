@@ -11,9 +11,8 @@ import PuffPlatform
 enum Backend: CredentialBackend {
     case local(LocalBackend)
     case helper(HelperBackend)
-    /// The helper's service calls; a discreet refusal's dummy verification runs here
-    /// (`dummy`, the files store's hasher and host key).
-    case service(HelperBackend, dummy: Authenticator)
+    /// The helper's service calls (whose refusals the helper evens out itself).
+    case service(HelperBackend)
 
     /// The backend of `route` for `userName`, with the state before the prompt read; `session`
     /// holds what this call has open of the store, `arguments` are the module's (for a service call).
@@ -31,7 +30,7 @@ enum Backend: CredentialBackend {
             guard UserName(userName) != nil else { return .local(try LocalBackend(authenticator, userName: userName)) }
             let client = HelperClient(path: options.helperPath, service: .init(user: userName, arguments: arguments,
                                                                                origin: origin()))
-            return .service(try HelperBackend(client), dummy: authenticator)
+            return .service(try HelperBackend(client))
         case .files:
             return .local(try LocalBackend(authenticator, userName: userName))
         case .directory:
@@ -43,14 +42,14 @@ enum Backend: CredentialBackend {
     var state: CredentialState {
         switch self {
         case .local(let backend): backend.state
-        case .helper(let backend), .service(let backend, _): backend.state
+        case .helper(let backend), .service(let backend): backend.state
         }
     }
 
     var auditUID: UInt32? {
         switch self {
         case .local(let backend): backend.auditUID
-        case .helper(let backend), .service(let backend, _): backend.auditUID
+        case .helper(let backend), .service(let backend): backend.auditUID
         }
     }
 
@@ -58,15 +57,7 @@ enum Backend: CredentialBackend {
                  counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
         switch self {
         case .local(let backend): try backend.attempt(secret, counted: &counted)
-        case .helper(let backend), .service(let backend, _): try backend.attempt(secret, counted: &counted)
-        }
-    }
-
-    func runDummyVerification(_ secret: borrowing SecureBytes) {
-        switch self {
-        case .local(let backend): backend.runDummyVerification(secret)
-        case .helper(let backend): backend.runDummyVerification(secret)
-        case .service(_, let dummy): try? dummy.runDummyVerification(secret)
+        case .helper(let backend), .service(let backend): try backend.attempt(secret, counted: &counted)
         }
     }
 }

@@ -90,33 +90,38 @@ extension Authenticator {
     ///    (those counted after it stay), unless a newer success or an admin reset already did;
     ///    the record must still hold the secret that verified.
     ///
-    /// With `evenRefusals`, a refusal that counted nothing writes the decoy instead, and one
-    /// that ran no argon2id (a gesture, locked, passcode required, a factor not enrolled) runs
-    /// the dummy verification: every refusal does one of each.
+    /// With `evenRefusals`, a refusal that counted nothing writes the decoy instead, one that
+    /// ran no argon2id (a gesture, locked, passcode required, a factor not enrolled) runs the
+    /// dummy verification, and a gesture reply that was matched against no template is matched
+    /// against a decoy (`runDummyGestureMatch`): every refusal does one of each.
     package func run<Counter: AttemptCounter>(_ secret: borrowing SecureBytes, _ counter: Counter, for account: Account,
                                               asProofForChange: Bool,
                                               counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
         var work = RefusalWork()
-        let outcome = try runSteps(secret, counter, for: account, asProofForChange: asProofForChange,
+        let key = try counter.key()
+        let outcome = try runSteps(secret, counter, key: key, for: account, asProofForChange: asProofForChange,
                                    counted: &countedFailure, work: &work)
         guard evenRefusals else { return outcome }
         if case .success = outcome { return outcome }
         if !work.counted { try writeDecoy() }
-        if !work.hashed { try runDummyVerification(secret) }
+        if !work.hashed { try runDummyVerification(secret, key: key) }
+        if !work.matched { try runDummyGestureMatch(secret, key: key) }
         return outcome
     }
 
-    /// What an attempt did of a refusal's work: a count written, an argon2id run.
+    /// What an attempt did of a refusal's work: a count written, an argon2id run, a gesture
+    /// matched against a template.
     package struct RefusalWork {
         var counted = false
         var hashed = false
+        var matched = false
     }
 
-    private func runSteps<Counter: AttemptCounter>(_ secret: borrowing SecureBytes, _ counter: Counter, for account: Account,
-                                                   asProofForChange: Bool, counted countedFailure: inout CountedFailure?,
+    private func runSteps<Counter: AttemptCounter>(_ secret: borrowing SecureBytes, _ counter: Counter, key: borrowing SecureBytes,
+                                                   for account: Account, asProofForChange: Bool,
+                                                   counted countedFailure: inout CountedFailure?,
                                                    work: inout RefusalWork) throws(StoreError) -> Outcome {
         countedFailure = nil
-        let key = try counter.key()
         let isRoot = account.uid == 0
         let isGesture = secret.hasPrefix(GestureWire.prefix)
         let started = now()
@@ -135,7 +140,7 @@ extension Authenticator {
         switch step {
         case .decided(let outcome):
             if outcome == .notEnrolled {
-                try runDummyVerification(secret)
+                try runDummyVerification(secret, key: key)
                 work.hashed = true
             }
             return outcome
@@ -157,6 +162,7 @@ extension Authenticator {
             guard let template = attempt.template else { return failed("a gesture was sent but none is enrolled") }
             // The opened points are wiped once this attempt is over, as the secret is.
             defer { template.wipeStorage() }
+            work.matched = true
             if let problem = Self.gestureProblem(secret, template, naming: options.debug) { return failed(problem) }
             // A version-1 template is migrated after a success, as passcode hashes are rehashed.
             var upgrade: RecordUpgrade?

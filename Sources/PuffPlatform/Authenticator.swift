@@ -146,8 +146,12 @@ public struct Authenticator {
         countedFailure = nil
         switch subject {
         case .notEnrolled:
-            if evenRefusals { try writeDecoy() }
-            try runDummyVerification(passcode)
+            let key = try dummyKey()
+            if evenRefusals {
+                try writeDecoy()
+                try runDummyGestureMatch(passcode, key: key)
+            }
+            try runDummyVerification(passcode, key: key)
             return .notEnrolled
         case .enrolled(let enrolled):
             let counter = FilesCounter(self, account: enrolled.account, isGesture: passcode.hasPrefix(GestureWire.prefix))
@@ -277,6 +281,12 @@ public struct Authenticator {
             do throws(GestureFormatError) {
                 try attempt.requireSize(width: template.width, height: template.height)
             } catch {
+                // Drawn on another picture: refused, but matched first as if drawn on this
+                // one, so that the refusal costs a match as every other refusal does
+                // (`GestureDecoy`; otherwise the size would be a fast probe for who has a gesture).
+                var rescaled = attempt.rescaled(width: template.width, height: template.height)
+                defer { rescaled.wipe() }
+                _ = GestureMatcher.verify(template, rescaled)
                 return "gesture rejected: \(error)"
             }
             let result = GestureMatcher.verify(template, attempt)
@@ -305,7 +315,7 @@ public struct Authenticator {
         return nil
     }
 
-    /// The work of verifying a wrong passcode, against a dummy hash.
+    /// The work of counting a failure, for a refusal that counted none:
     /// `LockoutStore.writeDecoy` with a counter shaped like a first failure now, and the
     /// failure history's decoy (whose errors, like the history's, change nothing).
     package func writeDecoy() throws(StoreError) {
@@ -315,13 +325,39 @@ public struct Authenticator {
             .writeDecoy(.init(time: time, service: "-", tty: "-", rhost: "-", ruser: "-"))
     }
 
-    public func runDummyVerification(_ passcode: borrowing SecureBytes) throws(StoreError) {
-        // The host key if there is one, so the cost matches a real attempt.
-        let key: SecureBytes
-        switch try records.loadHostKey(tpm: options.tpm) {
-        case .some(let stored): key = stored
-        case .none: key = try SecureBytes(count: PasscodeHasher.keyLength)
+    /// The work of matching a gesture reply that is refused without a template to match it
+    /// with (no record, no such account, locked, passcode required, no gesture enrolled), as
+    /// a discreet service's refusal of it must cost what an enrolled account's does: a template
+    /// (`GestureDecoy`, on the reply's picture size) sealed under `key`, opened, and matched
+    /// against the reply; the result is thrown away. Nothing is done for a passcode reply.
+    package func runDummyGestureMatch(_ secret: borrowing SecureBytes, key: borrowing SecureBytes) throws(StoreError) {
+        guard secret.hasPrefix(GestureWire.prefix), let nobody = UserName("nobody") else { return }
+        let size = secret.withBytes { bytes -> (Int, Int) in
+            guard var parsed = try? GestureWire.parse(bytes) else { return (400, 300) }
+            defer { parsed.wipe() }
+            return (parsed.width, parsed.height)
         }
+        guard let decoy = GestureDecoy.template(width: size.0, height: size.1)
+                ?? GestureDecoy.template(width: 400, height: 300) else { return }
+        let account = Account(name: nobody, uid: UInt32.max)
+        let sealed = try GestureSealing.seal(decoy, for: account, hostKey: key)
+        let opened = try GestureSealing.open(sealed, for: account, hostKey: key, path: "-")
+        defer { opened.wipeStorage() }
+        _ = Self.gestureProblem(secret, opened)
+    }
+
+    /// The host key for a dummy verification: the stored one if there is one, so the cost
+    /// matches a real attempt, or a fresh random key.
+    func dummyKey() throws(StoreError) -> SecureBytes {
+        switch try records.loadHostKey(tpm: options.tpm) {
+        case .some(let stored): return stored
+        case .none: return try SecureBytes(count: PasscodeHasher.keyLength)
+        }
+    }
+
+    /// The work of verifying a wrong passcode: `passcode` (whatever the reply) peppered with
+    /// `key` and checked against a dummy hash at the current cost.
+    package func runDummyVerification(_ passcode: borrowing SecureBytes, key: borrowing SecureBytes) throws(StoreError) {
         guard let nobody = UserName("nobody") else { return }
         let prehash = try hasher.prehash(passcode, user: nobody, uid: UInt32.max, hostKey: key)
         _ = try hasher.verify(prehash, against: hasher.dummyHash)

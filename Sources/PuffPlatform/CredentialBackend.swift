@@ -17,9 +17,6 @@ public protocol CredentialBackend {
     /// `HelperClient.takeBack(_:)` for a service call); a caller's own helper keeps it.
     func attempt(_ secret: borrowing SecureBytes,
                  counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome
-    /// The work of a wrong passcode's verification, for an attempt refused unread whose time
-    /// must not tell (a discreet service); errors change nothing.
-    func runDummyVerification(_ secret: borrowing SecureBytes)
 }
 
 /// The state before the prompt: whether the user is enrolled, the lock, what the prompt
@@ -105,10 +102,6 @@ public final class LocalBackend: CredentialBackend {
                         counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
         try authenticator.attempt(secret, for: subject, counted: &counted)
     }
-
-    public func runDummyVerification(_ secret: borrowing SecureBytes) {
-        try? authenticator.runDummyVerification(secret)
-    }
 }
 
 /// The store work in the setuid helper: for the caller's own account (its real uid), or, for
@@ -150,8 +143,4 @@ public final class HelperBackend: CredentialBackend {
         guard let login else { return try client.verify(secret) }
         return try login.verify(secret, counted: &counted)
     }
-
-    /// Nothing: the module runs a discreet service's dummy verification itself
-    /// (PuffPAM/Backend.swift); the helper's own caller is never a discreet service.
-    public func runDummyVerification(_ secret: borrowing SecureBytes) {}
 }
