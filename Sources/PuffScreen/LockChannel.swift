@@ -14,7 +14,8 @@ package enum LockChannel {
     package enum Kind: UInt8 {
         // Parent → child.
         case pointerDown = 1, pointerMove, pointerUp, enter, backspace, escape, text
-        /// The screen is covered and grabbed: the child may start asking.
+        /// The screen is covered and grabbed and this child is the one asking: it shows its
+        /// window and starts PAM's conversation. (A standby child waits for it.)
         case locked = 16
         /// Are you alive? (answered by `pong` from the child's event loop)
         case ping
@@ -22,14 +23,25 @@ package enum LockChannel {
         /// PAM started: the parent may lock (sent once, before the first prompt).
         case started = 32
         case pong
-        /// The child leaves its event loop for PAM to check a submission (it may not answer
-        /// pings for a while; the parent allows it longer).
+        /// The child leaves its event loop for work that may take a while (it may not answer
+        /// pings meanwhile; the parent allows it longer, by the reason in the record's second
+        /// byte: `BusyReason`). Its next `pong` ends it.
         case busy
         /// pam_authenticate succeeded; the child exits 0 next. The parent unlocks only on both.
         case success
     }
 
     package static let recordSize = 32
+
+    /// Why a child says `busy`: how long the parent lets it be silent.
+    package enum BusyReason: UInt8 {
+        /// pam_authenticate: the modules' work before a prompt, or checking a submission
+        /// (a slow KDF, a directory).
+        case pam = 0
+        /// Laying the screen out again and drawing it at a new size (the picture scaled, the
+        /// backdrop blurred again).
+        case layout = 1
+    }
 
     /// A record on the stack, wiped when it is sent or read.
     package struct Record {
@@ -42,6 +54,9 @@ package enum LockChannel {
         package init() {}
 
         package var kind: Kind? { withUnsafeBytes(of: bytes) { Kind(rawValue: $0[0]) } }
+
+        /// A `busy` record's reason (PAM when the byte is unknown: the longer allowance).
+        package var busyReason: BusyReason { withUnsafeBytes(of: bytes) { BusyReason(rawValue: $0[1]) ?? .pam } }
 
         package var point: (Double, Double) {
             withUnsafeBytes(of: bytes) { ($0.load(fromByteOffset: 8, as: Double.self), $0.load(fromByteOffset: 16, as: Double.self)) }
@@ -122,6 +137,14 @@ package enum LockChannel {
     @discardableResult
     package static func send(_ fd: Int32, _ kind: Kind) -> Bool {
         var record = Record(kind: kind)
+        return send(fd, &record)
+    }
+
+    /// Sends `busy` with its reason.
+    @discardableResult
+    package static func sendBusy(_ fd: Int32, _ reason: BusyReason) -> Bool {
+        var record = Record(kind: .busy)
+        withUnsafeMutableBytes(of: &record.bytes) { $0[1] = reason.rawValue }
         return send(fd, &record)
     }
 

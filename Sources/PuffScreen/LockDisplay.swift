@@ -103,6 +103,8 @@ package final class LockDisplay {
     package let channel: Int32
     /// Whether the parent said the screen is covered and grabbed (embedded).
     package private(set) var parentLocked = false
+    /// `busy` was said and not yet ended by a `pong` (embedded).
+    private var saidBusy = false
     /// More descriptors to wait on (the locking parent's child socket and signals):
     /// `nextEvent` returns nil as soon as one of them is readable.
     package var wakeDescriptors: [Int32] = []
@@ -120,8 +122,8 @@ package final class LockDisplay {
 
     /// The authentication child's display: a window covering the default screen inside the
     /// locking parent's window `parent` (a window of another client, named by its id), drawn
-    /// on by this process; input comes from `channel`. The window is mapped at once (it shows
-    /// when the parent maps its own).
+    /// on by this process; input comes from `channel`. The window is mapped when the parent
+    /// says this process is the one that asks (`waitUntilLocked`).
     package convenience init(embeddedIn parent: Window, channel: Int32) throws(LockDisplayError) {
         try self.init(title: nil, parent: parent, channel: channel)
     }
@@ -141,16 +143,18 @@ package final class LockDisplay {
             width = Int(XDisplayWidth(display, screen))
             height = Int(XDisplayHeight(display, screen))
             var attributes = XSetWindowAttributes()
-            attributes.background_pixel = XBlackPixel(display, screen)
+            // No background: mapped over a hung child's window, it keeps showing that frame
+            // until this process draws its own (rather than a flash of a plain colour).
+            attributes.background_pixmap = UInt(None)
             attributes.cursor = XCreateFontCursor(display, UInt32(XC_crosshair))
             // An X error here (a window id that is not a window) ends the process through
             // Xlib's default handler: never exit 0.
             window = XCreateWindow(display, parent, 0, 0, UInt32(width), UInt32(height), 0,
                                    Int32(CopyFromParent), UInt32(InputOutput), nil,
-                                   UInt(CWBackPixel | CWCursor), &attributes)
+                                   UInt(CWBackPixmap | CWCursor), &attributes)
             XSelectInput(display, window, ExposureMask | StructureNotifyMask)
             XSelectInput(display, root, StructureNotifyMask)
-            XMapWindow(display, window)
+            // Mapped once the parent makes this process the one that asks (waitUntilLocked).
             XSync(display, 0)
         } else if let title {
             width = min(1100, Int(XDisplayWidth(display, screen)))
@@ -357,6 +361,7 @@ package final class LockDisplay {
     /// only ever in one stack value.
     package func nextEvent(timeout: Double?) -> LockEvent? {
         let deadline = timeout.map { monotonicSeconds() + $0 }
+        idle()
         while true {
             if regrabPending { regrab() }
             while XPending(display) > 0 {
@@ -397,8 +402,13 @@ package final class LockDisplay {
             case .record(var record):
                 defer { record.wipe() }
                 switch record.kind {
-                case .ping?: LockChannel.send(channel, .pong)
-                case .locked?: parentLocked = true
+                case .ping?:
+                    saidBusy = false
+                    LockChannel.send(channel, .pong)
+                case .locked?:
+                    parentLocked = true
+                    // Handed back at once, so that waitUntilLocked need not wait for an event.
+                    return .redraw
                 default:
                     if let event = LockChannel.event(record) { return event }
                 }
@@ -406,18 +416,34 @@ package final class LockDisplay {
         }
     }
 
-    /// Embedded: tells the parent that this process leaves its event loop while PAM checks a
-    /// submission (so it will not answer pings for a while).
-    package func busy() {
+    /// Embedded: tells the parent that this process leaves its event loop for PAM or for a
+    /// new layout (so it may not answer pings for a while).
+    package func busy(_ reason: LockChannel.BusyReason = .pam) {
         guard channel >= 0 else { return }
-        LockChannel.send(channel, .busy)
+        saidBusy = LockChannel.sendBusy(channel, reason)
     }
 
-    /// Embedded: waits (answering pings) until the parent has covered and grabbed the screen.
+    /// Embedded: tells the parent, after `busy`, that this process is back in its event loop
+    /// (a `pong` nobody asked for), so the short limit on its silence applies again at once,
+    /// not only after the next ping.
+    package func idle() {
+        guard channel >= 0, saidBusy else { return }
+        saidBusy = false
+        LockChannel.send(channel, .pong)
+    }
+
+    /// Embedded: waits (answering pings) until the parent has covered and grabbed the screen
+    /// and made this process the one that asks, then shows the window. A standby child waits
+    /// here, its window unmapped, until the active one is gone.
     package func waitUntilLocked() {
         while channel >= 0 && !parentLocked {
             if case .text(var typed)? = nextEvent(timeout: 1) { typed.wipe() }
         }
+        guard embedded else { return }
+        // Above the window of a child that hung (it stays until it dies); with no background
+        // of its own, the window shows what was there until this process draws.
+        XMapRaised(display, window)
+        XFlush(display)
     }
 
     /// Whether more events are already queued (so a redraw can wait for them).

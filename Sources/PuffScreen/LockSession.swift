@@ -176,6 +176,7 @@ package final class LockSession {
             return LockLayout(monitor: monitor, pictureSize: nil, panel: .none, gesture: false, ui: interfaceScale(monitor))
         }
         renderer.draw(scene(), layout: layout(), picture: nil, strokes: strokes)
+        display.idle()
         announce(layout())
         while true {
             guard let event = display.nextEvent(timeout: nextFrame()) else {
@@ -183,7 +184,10 @@ package final class LockSession {
                 continue
             }
             switch event {
-            case .redraw, .screensChanged:
+            case .redraw:
+                renderer.draw(scene(), layout: layout(), picture: nil, strokes: strokes)
+            case .screensChanged:
+                display.busy(.layout)
                 renderer.draw(scene(), layout: layout(), picture: nil, strokes: strokes)
             case .pointerDown, .enter, .escape, .backspace:
                 messages.removeAll()
@@ -321,6 +325,9 @@ package final class LockSession {
         }
         func redraw() { renderer.draw(scene(), layout: layout, picture: picture, strokes: strokes) }
         redraw()
+        // Drawn: back in the event loop before saying so (the parent's watchdog then allows
+        // this process only a short silence again).
+        display.idle()
         announce(layout)
 
         /// The submission, or nil when there is nothing to submit yet.
@@ -371,6 +378,8 @@ package final class LockSession {
             case .redraw:
                 break
             case .screensChanged:
+                // The next frame scales the picture again, at the new size.
+                display.busy(.layout)
                 layout = self.layout(request: request)
                 announce(layout)
             case .pointerDown(let x, let y):

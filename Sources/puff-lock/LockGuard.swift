@@ -4,42 +4,70 @@ import PuffPlatform
 import PuffScreen
 
 /// The locking parent: holds the grabs and the covering windows, forwards the input to the
-/// authentication child (which draws and runs PAM in a window inside the parent's), and
+/// active authentication child (which draws and runs PAM in a window inside the parent's), and
 /// unlocks only when that child said `success` *and* exited with status 0. A child that dies
 /// in any other way, stops (SIGSTOP), or stops answering in its event loop is replaced; the
 /// screen stays covered and grabbed meanwhile. This process runs no PAM, decodes no picture
 /// and draws nothing but its windows' background colour.
+///
+/// A second child waits on standby (PAM started, picture decoded, window created and not
+/// shown), so a replacement only has to show its window and ask: it takes over at once, and a
+/// new standby is started behind it. The standby gets no input and cannot unlock: only the
+/// active child's `success` and exit status count.
 final class LockGuard {
     /// Why the screen was never locked.
     struct StartError: Error, CustomStringConvertible {
         let description: String
     }
 
-    /// Seconds a child may take from its start to `started` (pam_start), and to answer a ping
-    /// in its event loop, and to come back from PAM once it said `busy`.
+    /// Seconds a child may take from its start to `started` (pam_start, the picture decoded).
     static let startSeconds = 20.0
-    static let answerSeconds = 1.0
+    /// Seconds a child may be silent in its event loop before it is judged hung: the first
+    /// time; doubled after each child replaced for its silence (a machine so loaded that
+    /// healthy children miss it gets more patience, not a replacement loop), up to
+    /// `longestAnswerSeconds`, and back to this once a child has answered for `calmSeconds`.
+    static let answerSeconds = 0.6
+    static let longestAnswerSeconds = 4.8
+    static let calmSeconds = 10.0
+    /// Seconds a child may be silent after it said `busy`: in PAM, or laying out a new screen.
     static let busySeconds = 120.0
-    static let pingSeconds = 0.2
+    static let layoutSeconds = 5.0
+    static let pingSeconds = 0.1
+    /// The standby is started this long after a child became the active one, so that it does
+    /// not compete with that child's first screen.
+    static let standbyDelay = 0.5
     /// A crash loop (this many starts within `loopWindow` seconds) waits a second between starts.
     static let loopStarts = 6
     static let loopWindow = 10.0
+
+    /// One authentication process and what this process knows of it.
+    private struct Child {
+        let pid: pid_t
+        let socket: Int32
+        let startedAt: Double
+        var lastHeard = 0.0
+        var lastPing = 0.0
+        /// Set by `busy`: how long it may be silent now; nil in its event loop.
+        var allowance: Double?
+        var saidStarted = false
+        var saidSuccess = false
+        /// When it was told `locked` (made the one that asks); nil while on standby.
+        var activeSince: Double?
+    }
 
     private let display: LockDisplay
     /// The child's command line after the program (its window id is added at each start).
     private let childArguments: [String]
     private let signals: Int32
-    private(set) var child: pid_t = 0
-    private var socket: Int32 = -1
-    private var startedAt = 0.0
-    private var lastHeard = 0.0
-    private var lastPing = 0.0
+    private var active: Child?
+    private var standby: Child?
+    /// Seconds of silence after which the active child is judged hung (see `answerSeconds`).
+    private var answerLimit = LockGuard.answerSeconds
     /// When the watchdog last ran: a longer gap means this process was stopped (or starved),
-    /// so the child's silence meanwhile says nothing about the child.
+    /// so the children's silence meanwhile says nothing about them.
     private var lastWatch = 0.0
-    private var busy = false
-    private var saidStarted = false
-    private var saidSuccess = false
+    /// The screen is covered and grabbed (`locked()` was called).
+    private var isLocked = false
     private var starts: [Double] = []
     /// Children that would not die at once after SIGKILL (in the kernel): reaped later.
     private var abandoned: [pid_t] = []
@@ -55,76 +83,91 @@ final class LockGuard {
     /// Starts the first child and waits until it has started PAM (so that a broken service
     /// fails before anything is locked). Throws when it ends or does not get there.
     func startFirstChild() throws(StartError) {
-        guard spawn() else { throw StartError(description: "cannot start the authentication process (errno \(errno))") }
+        guard let first = spawn() else { throw StartError(description: "cannot start the authentication process (errno \(errno))") }
+        active = first
+        Report.warn("started the authentication process \(first.pid)")
         let deadline = monotonicSeconds() + Self.startSeconds
-        while !saidStarted {
+        while active?.saidStarted == false {
             if monotonicSeconds() >= deadline {
-                killChild()
+                stop()
                 throw StartError(description: "the authentication process did not start in \(Int(Self.startSeconds)) s")
             }
             if case .text(var typed)? = display.nextEvent(timeout: 0.1) { typed.wipe() }
-            readChild()
-            if let status = reap(), status.pid == child {
-                closeSocket()
-                child = 0
-                throw StartError(description: "the authentication process ended before it could ask (\(Self.describe(status.raw)))")
+            readChildren()
+            if let raw = ended(first.pid) {
+                close(first.socket)
+                active = nil
+                updateWakeDescriptors()
+                throw StartError(description: "the authentication process ended before it could ask (\(Self.describe(raw)))")
             }
         }
     }
 
-    /// The screen is covered and grabbed: from now on the child may ask.
+    /// The screen is covered and grabbed: from now on the active child may ask.
     func locked() {
-        LockChannel.send(socket, .locked)
+        isLocked = true
+        if let first = active { activate(first) }
     }
 
-    /// Runs until the child reports a verified success.
+    /// Runs until the active child reports a verified success.
     func run() {
         while true {
             if let event = display.nextEvent(timeout: Self.pingSeconds) {
                 forward(event)
             }
-            readChild()
-            if let status = reap() {
-                if status.pid == child {
-                    let exitedZero = status.raw & 0x7F == 0 && (status.raw >> 8) & 0xFF == 0
-                    if exitedZero && saidSuccess { return }
-                    Report.warn("the authentication process \(child) \(Self.describe(status.raw))\(exitedZero ? " without saying it succeeded" : ""); starting a new one")
-                    closeSocket()
-                    child = 0
-                    restart()
-                }
-                continue
+            readChildren()
+            if reapChildren() {
+                stopStandby()
+                return
             }
             watchdog()
         }
     }
 
-    /// Forwards an input event (typed text is wiped from this process once sent).
+    /// Forwards an input event to the active child (typed text is wiped from this process
+    /// once sent). The standby never gets input.
     private func forward(_ event: LockEvent) {
+        let target = active?.activeSince != nil ? active?.socket : nil
         // Wiped on every path, also with no child to send it to.
-        let copied = child != 0 ? LockChannel.record(event) : nil
+        let copied = target != nil ? LockChannel.record(event) : nil
         if case .text(var typed) = event { typed.wipe() }
-        guard var record = copied else { return }
-        LockChannel.send(socket, &record)
+        guard var record = copied, let target else { return }
+        LockChannel.send(target, &record)
     }
 
-    /// Reads what the child says.
-    private func readChild() {
-        guard socket >= 0 else { return }
+    /// Reads what both children say.
+    private func readChildren() {
+        if var child = active {
+            read(&child, isActive: true)
+            active = child
+        }
+        if var child = standby {
+            read(&child, isActive: false)
+            standby = child
+        }
+    }
+
+    private func read(_ child: inout Child, isActive: Bool) {
         while true {
-            switch LockChannel.receive(socket) {
-            case .nothing:
-                return
-            case .closed:
-                // The child is ending; its status decides (reap).
+            switch LockChannel.receive(child.socket) {
+            case .nothing, .closed:
+                // Closed: the child is ending; its status decides (reapChildren).
                 return
             case .record(var record):
-                lastHeard = monotonicSeconds()
+                child.lastHeard = monotonicSeconds()
                 switch record.kind {
-                case .started?: saidStarted = true
-                case .pong?: busy = false
-                case .busy?: busy = true
-                case .success?: saidSuccess = true
+                case .started?:
+                    if !child.saidStarted && !isActive { Report.warn("the standby authentication process \(child.pid) is ready") }
+                    child.saidStarted = true
+                case .pong?: child.allowance = nil
+                case .busy?: child.allowance = record.busyReason == .layout ? Self.layoutSeconds : Self.busySeconds
+                case .success?:
+                    // Only the child that was given the input can have authenticated anyone.
+                    if isActive && child.activeSince != nil {
+                        child.saidSuccess = true
+                    } else {
+                        Report.warn("the standby authentication process \(child.pid) said it succeeded; ignored")
+                    }
                 default: break
                 }
                 record.wipe()
@@ -132,66 +175,155 @@ final class LockGuard {
         }
     }
 
-    /// Pings the child and replaces it when it does not answer in time, and kills (then
-    /// replaces) a stopped one at once.
-    private func watchdog() {
-        guard child != 0 else {
-            restart()
-            return
+    /// Reaps ended (or stopped) children: the standby is replaced later, the active child at
+    /// once by the standby. True when the active child said `success` and exited with status 0.
+    private func reapChildren() -> Bool {
+        var info = signalfd_siginfo()
+        while Glibc.read(signals, &info, MemoryLayout<signalfd_siginfo>.size) > 0 {}
+        for old in abandoned where waitpid(old, nil, WNOHANG) == old {
+            abandoned.removeAll { $0 == old }
         }
+        if let child = standby, let raw = ended(child.pid) {
+            Report.warn("the standby authentication process \(child.pid) \(Self.describe(raw))")
+            close(child.socket)
+            standby = nil
+            updateWakeDescriptors()
+        }
+        guard let child = active, let raw = ended(child.pid) else { return false }
+        let exitedZero = raw & 0x7F == 0 && (raw >> 8) & 0xFF == 0
+        if exitedZero && child.saidSuccess { return true }
+        Report.warn("the authentication process \(child.pid) \(Self.describe(raw))\(exitedZero ? " without saying it succeeded" : ""); replacing it")
+        close(child.socket)
+        active = nil
+        updateWakeDescriptors()
+        takeOver()
+        return false
+    }
+
+    /// The raw status of `pid` when it ended or stopped (a stopped one is killed and reaped
+    /// here: it cannot answer), else nil.
+    private func ended(_ pid: pid_t) -> Int32? {
+        var raw: Int32 = 0
+        guard waitpid(pid, &raw, WNOHANG | WUNTRACED) == pid else { return nil }
+        if raw & 0xFF == 0x7F {
+            Report.warn("the authentication process \(pid) was stopped (signal \((raw >> 8) & 0xFF)); killing it")
+            terminate(pid)
+            return Int32(SIGKILL)
+        }
+        return raw
+    }
+
+    /// Pings both children, replaces one that does not answer in time, starts a standby when
+    /// none waits, and an active child when none runs.
+    private func watchdog() {
         let now = monotonicSeconds()
         defer { lastWatch = now }
         if now - lastWatch > 2 * Self.pingSeconds + 0.3 {
             // This process did not run for a while: ask again before judging.
-            LockChannel.send(socket, .ping)
-            lastPing = now
-            lastHeard = max(lastHeard, now - Self.pingSeconds)
+            for index in 0..<2 {
+                guard var child = index == 0 ? active : standby else { continue }
+                LockChannel.send(child.socket, .ping)
+                child.lastPing = now
+                child.lastHeard = max(child.lastHeard, now - Self.pingSeconds)
+                if index == 0 { active = child } else { standby = child }
+            }
             return
         }
         // A pong may be waiting unread (this process was busy or stopped since it came).
-        readChild()
-        let silentFor = now - max(lastHeard, startedAt)
-        let limit = !saidStarted ? Self.startSeconds : busy ? Self.busySeconds : Self.answerSeconds
-        if silentFor > limit && lastPing > max(lastHeard, startedAt) {
-            Report.warn("the authentication process \(child) has not answered for \((silentFor * 10).rounded() / 10) s; replacing it")
-            killChild()
-            restart()
+        readChildren()
+        guard isLocked else { return }
+        if var child = active {
+            if isHung(child, now: now) {
+                let silent = now - max(child.lastHeard, child.startedAt)
+                Report.warn("the authentication process \(child.pid) has not answered for \((silent * 10).rounded() / 10) s; replacing it")
+                // Not waited for: a frozen process dies only when it is thawed. Reaped later;
+                // its window, under the new child's, goes when it dies.
+                kill(child.pid, SIGKILL)
+                abandoned.append(child.pid)
+                close(child.socket)
+                active = nil
+                updateWakeDescriptors()
+                answerLimit = min(answerLimit * 2, Self.longestAnswerSeconds)
+                takeOver()
+            } else {
+                ping(&child, now: now)
+                if let since = child.activeSince, now - since > Self.calmSeconds, child.allowance == nil,
+                   now - child.lastHeard < Self.answerSeconds {
+                    answerLimit = Self.answerSeconds
+                }
+                active = child
+            }
+        }
+        if var child = standby {
+            if isHung(child, now: now) {
+                Report.warn("the standby authentication process \(child.pid) has not answered; replacing it")
+                terminate(child.pid)
+                close(child.socket)
+                standby = nil
+                updateWakeDescriptors()
+            } else {
+                ping(&child, now: now)
+                standby = child
+            }
+        }
+        if active == nil {
+            takeOver()
+        } else if standby == nil, let since = active?.activeSince, now - since >= Self.standbyDelay, let next = spawn() {
+            Report.warn("started a standby authentication process \(next.pid)")
+            standby = next
+        }
+    }
+
+    /// Whether `child` has been silent for longer than it may be, though asked.
+    private func isHung(_ child: Child, now: Double) -> Bool {
+        let since = max(child.lastHeard, child.startedAt)
+        let limit = !child.saidStarted ? Self.startSeconds : child.allowance ?? answerLimit
+        return now - since > limit && child.lastPing > since
+    }
+
+    private func ping(_ child: inout Child, now: Double) {
+        guard now - child.lastPing >= Self.pingSeconds else { return }
+        LockChannel.send(child.socket, .ping)
+        child.lastPing = now
+    }
+
+    /// The active child is gone: the standby takes over (told `locked`, it shows its window
+    /// and asks), or, without one, a new child is started (after a pause in a crash loop).
+    private func takeOver() {
+        if let next = standby {
+            standby = nil
+            Report.warn("the standby authentication process \(next.pid) takes over")
+            activate(next)
             return
         }
-        if now - lastPing >= Self.pingSeconds {
-            LockChannel.send(socket, .ping)
-            lastPing = now
-        }
+        guard let next = spawn() else { return }
+        Report.warn("started the authentication process \(next.pid)")
+        activate(next)
     }
 
-    /// Reaps one ended (or stopped) child: a stopped one is killed and reaped here.
-    private func reap() -> (pid: pid_t, raw: Int32)? {
-        var info = signalfd_siginfo()
-        while read(signals, &info, MemoryLayout<signalfd_siginfo>.size) > 0 {}
-        for old in abandoned where waitpid(old, nil, WNOHANG) == old {
-            abandoned.removeAll { $0 == old }
-        }
-        guard child != 0 else { return nil }
-        var raw: Int32 = 0
-        let got = waitpid(child, &raw, WNOHANG | WUNTRACED)
-        guard got == child else { return nil }
-        if raw & 0xFF == 0x7F {
-            // Stopped (SIGSTOP, SIGTSTP): it cannot answer; replaced now.
-            Report.warn("the authentication process \(child) was stopped (signal \((raw >> 8) & 0xFF)); killing it")
-            terminate(child)
-            return (child, Int32(SIGKILL))
-        }
-        return (got, raw)
+    private func activate(_ child: Child) {
+        var chosen = child
+        chosen.activeSince = monotonicSeconds()
+        LockChannel.send(chosen.socket, .locked)
+        active = chosen
     }
 
-    /// Ends the child (the lock was refused).
-    func stop() { killChild() }
+    /// Ends both children (the lock was refused).
+    func stop() {
+        if let child = active {
+            terminate(child.pid)
+            close(child.socket)
+            active = nil
+        }
+        stopStandby()
+    }
 
-    private func killChild() {
-        guard child != 0 else { return }
-        terminate(child)
-        closeSocket()
-        child = 0
+    private func stopStandby() {
+        guard let child = standby else { return }
+        terminate(child.pid)
+        close(child.socket)
+        standby = nil
+        updateWakeDescriptors()
     }
 
     /// SIGKILL and reap, waiting up to 50 ms; one that does not die at once (in the kernel,
@@ -206,39 +338,32 @@ final class LockGuard {
         abandoned.append(pid)
     }
 
-    private func closeSocket() {
-        if socket >= 0 { close(socket) }
-        socket = -1
-        // A closed descriptor left in the poll set would wake it at once, forever.
-        display.wakeDescriptors = [signals]
-    }
-
-    /// Starts a new child at once (after a second in a crash loop), already told it is locked.
-    private func restart() {
-        let now = monotonicSeconds()
-        starts = starts.filter { now - $0 < Self.loopWindow }
-        if starts.count >= Self.loopStarts {
-            // Waiting here keeps the grabs (the server holds them) and the windows.
-            if case .text(var typed)? = display.nextEvent(timeout: 1) { typed.wipe() }
-        }
-        if spawn() {
-            LockChannel.send(socket, .locked)
-        } else {
-            Report.warn("cannot start the authentication process (errno \(errno)); trying again")
-        }
+    /// The signals and the children's sockets wake the event loop; a closed descriptor left in
+    /// the poll set would wake it at once, forever.
+    private func updateWakeDescriptors() {
+        display.wakeDescriptors = [signals] + [active, standby].compactMap { $0?.socket }
     }
 
     /// Starts `/proc/self/exe --auth-child --embed WINDOW …` with the socket as descriptor 3,
-    /// no other descriptor, every signal at its default.
-    private func spawn() -> Bool {
+    /// no other descriptor, every signal at its default; nil when it could not, or when a
+    /// crash loop makes the next start wait.
+    private func spawn() -> Child? {
+        let now = monotonicSeconds()
+        starts = starts.filter { now - $0 < Self.loopWindow }
+        // In a crash loop, one start a second; the watchdog asks again. The screen stays
+        // covered and grabbed meanwhile (the server holds the grabs).
+        if starts.count >= Self.loopStarts, let last = starts.last, now - last < 1 { return nil }
         var pair: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else { return false }
+        guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            Report.warn("cannot start the authentication process (errno \(errno)); trying again")
+            return nil
+        }
         // The child's end above 3, so that the dup2 below always clears close-on-exec.
         let childEnd = fcntl(pair[1], F_DUPFD_CLOEXEC, 10)
         close(pair[1])
         guard childEnd >= 0 else {
             close(pair[0])
-            return false
+            return nil
         }
         _ = puff_cloexec_from(3)
         var actions = posix_spawn_file_actions_t()
@@ -249,7 +374,7 @@ final class LockGuard {
         guard puff_spawn_defaults(&attributes) == 0 else {
             close(pair[0])
             close(childEnd)
-            return false
+            return nil
         }
         defer { posix_spawnattr_destroy(&attributes) }
         let arguments = ["puff-lock", "--auth-child", "--embed", String(display.window)] + childArguments
@@ -260,22 +385,15 @@ final class LockGuard {
         close(childEnd)
         guard spawned == 0 else {
             close(pair[0])
+            Report.warn("cannot start the authentication process (errno \(spawned)); trying again")
             errno = spawned
-            return false
+            return nil
         }
         _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
-        socket = pair[0]
-        display.wakeDescriptors = [signals, socket]
-        child = pid
-        startedAt = monotonicSeconds()
-        lastHeard = 0
-        lastPing = 0
-        busy = false
-        saidStarted = false
-        saidSuccess = false
-        starts.append(startedAt)
-        Report.warn("started the authentication process \(pid)")
-        return true
+        starts.append(now)
+        let child = Child(pid: pid, socket: pair[0], startedAt: now)
+        display.wakeDescriptors = display.wakeDescriptors + [pair[0]]
+        return child
     }
 
     static func describe(_ raw: Int32) -> String {

@@ -242,6 +242,9 @@ struct PuffLock: ParsableCommand {
         display.waitUntilLocked()
         while true {
             session.startAttempt()
+            // The modules' work before their first prompt (a helper, a directory) happens out
+            // of the event loop, as the check of a submission does.
+            display.busy(.pam)
             let status = pam_authenticate(handle, 0)
             if status == PAM_SUCCESS { break }
             if !session.answeredPrompt {

@@ -76,6 +76,9 @@ struct LockCrashTests {
         let session = try SessionWindow(server: server, directory: stage.fixture.root)
         let locker = try LockScreenTests.Locker(stage: stage, user: user, server: server)
         #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        // The standby that takes over is ready (PAM started, picture decoded): the harm comes
+        // at a time the locker reports it can replace the child at once.
+        #expect(locker.waitFor("is ready", timeout: 20), "no standby: \(locker.text)")
         let first = try locker.child()
         let readyBefore = locker.text.components(separatedBy: "screen ready").count - 1
 
@@ -90,6 +93,9 @@ struct LockCrashTests {
         let seconds = Date().timeIntervalSince(harmedAt)
         let children = locker.children
         #expect(children.count == 2 && children.last != first, "\(name): \(children) in \(locker.text)")
+        // The standby took over (the one that was ready), and a new standby is started behind it.
+        #expect(locker.text.contains("the standby authentication process \(children.last ?? 0) takes over"), "\(locker.text)")
+        #expect(locker.waitFor("started a standby authentication process", count: 2, timeout: 20), "\(locker.text)")
         record("\(name): new authentication process drawing \(Int((seconds * 1000).rounded())) ms after the harm")
         #expect(seconds < 10, "\(name): the new child took \(seconds) s")
         #expect(locker.exitStatus(timeout: 0.1) == nil, "\(name) unlocked the screen: \(locker.text)")
@@ -127,6 +133,22 @@ struct LockCrashTests {
 
     @Test func aStoppedChildIsReplaced() throws {
         try Self.survives("sigstop") { #expect(kill($0, SIGSTOP) == 0) }
+    }
+
+    /// The standby killed (it is a child like the other): a new standby is started, the active
+    /// child is not touched, and the passcode unlocks.
+    @Test func aKilledStandbyIsReplaced() throws {
+        let (_, stage, server, locker) = try LockScreenTests.readyLocker()
+        defer { withExtendedLifetime(stage) {} }
+        #expect(locker.waitFor("is ready", timeout: 20), "\(locker.text)")
+        let active = try locker.child()
+        let standby = try #require(locker.standbys.last, "\(locker.text)")
+        #expect(kill(standby, SIGKILL) == 0)
+        #expect(locker.waitFor("started a standby authentication process", count: 2, timeout: 20), "\(locker.text)")
+        #expect(locker.waitFor("is ready", count: 2, timeout: 20), "\(locker.text)")
+        #expect(try locker.child() == active, "\(locker.text)")
+        try LockFaceTests.click("604917", server, locker)
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
     }
 
     /// cgroup v1 freezer: the child is neither dead nor stopped (its parent hears nothing),
@@ -175,14 +197,14 @@ struct LockCrashTests {
         // The cover is the theme's plain background where the picture would be.
         let middle = try LockFaceTests.pixel("lock-crash-loop-cover", 400, 400)
         #expect(middle.0 < 40 && middle.1 < 40 && middle.2 < 40, "\(middle)")
-        // The child started last draws (the killing has stopped).
+        // The child made the active one last draws (the killing has stopped).
         let deadline = Date().addingTimeInterval(20)
         var drawn = false
         while !drawn && Date() < deadline {
             let text = locker.text
-            if let last = text.range(of: "started the authentication process", options: .backwards) {
-                drawn = text[last.upperBound...].contains("screen ready")
-            }
+            let last = [text.range(of: "started the authentication process", options: .backwards),
+                        text.range(of: " takes over", options: .backwards)].compactMap { $0 }.max { $0.lowerBound < $1.lowerBound }
+            if let last { drawn = text[last.upperBound...].contains("screen ready") }
             if !drawn { usleep(50_000) }
         }
         #expect(drawn, "\(locker.text)")

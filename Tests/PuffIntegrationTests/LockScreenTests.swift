@@ -98,15 +98,26 @@ struct LockScreenTests {
             try LockScreenTests.layout(in: text)
         }
 
-        /// The authentication processes the locker said it started, in order.
+        /// The authentication processes that were the active one (given the input, able to
+        /// unlock), in order: started as such, or a standby that took over.
         var children: [pid_t] {
             text.split(separator: "\n").compactMap { line in
-                guard let range = line.range(of: "started the authentication process ") else { return nil }
+                if let range = line.range(of: "started the authentication process ") { return pid_t(line[range.upperBound...]) }
+                guard let start = line.range(of: "the standby authentication process "),
+                      let end = line.range(of: " takes over", range: start.upperBound..<line.endIndex) else { return nil }
+                return pid_t(line[start.upperBound..<end.lowerBound])
+            }
+        }
+
+        /// The standby authentication processes started, in order.
+        var standbys: [pid_t] {
+            text.split(separator: "\n").compactMap { line in
+                guard let range = line.range(of: "started a standby authentication process ") else { return nil }
                 return pid_t(line[range.upperBound...])
             }
         }
 
-        /// The authentication process now (the last one started).
+        /// The authentication process now (the last one made the active one).
         func child() throws -> pid_t { try #require(children.last, "no authentication process in: \(text)") }
     }
 
