@@ -276,3 +276,35 @@ class WatchedChild {
         return status
     }
 }
+
+/// When a log first held a line `count` times, seen by reading it every 5 ms on a thread of its
+/// own while the test does other things: for timing what the product reports (a new lock screen
+/// drawn), not the test's own steps.
+final class LogStopwatch: @unchecked Sendable {
+    private let lock = NSLock()
+    private var seenAt: Date?
+    private var done = false
+
+    init(log: String, needle: String, count: Int, timeout: Double) {
+        let thread = Thread { [self] in
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                if text.components(separatedBy: needle).count - 1 >= count {
+                    let now = Date()
+                    lock.withLock { seenAt = now }
+                    break
+                }
+                usleep(5_000)
+            }
+            lock.withLock { done = true }
+        }
+        thread.start()
+    }
+
+    /// When the line was seen (nil when it was not within the timeout), once the watch ended.
+    func result() -> Date? {
+        while !lock.withLock({ done }) { usleep(5_000) }
+        return lock.withLock { seenAt }
+    }
+}
