@@ -18,9 +18,9 @@ struct LockCrashTests {
         let pid: pid_t
         let events: String
 
-        init(server: XServer, directory: String) throws {
+        init(server: XServer, directory: String, geometry: String = "200x200+1000+560") throws {
             events = directory + "/xev-\(UUID().uuidString).txt"
-            pid = try TmuxPane.spawn("/bin/sh", ["sh", "-c", "exec /usr/bin/xev -display \(server.display) -geometry 200x200+1000+560 > '\(events)'"])
+            pid = try TmuxPane.spawn("/bin/sh", ["sh", "-c", "exec /usr/bin/xev -display \(server.display) -geometry \(geometry) > '\(events)'"])
             usleep(800_000)
         }
 
@@ -49,15 +49,15 @@ struct LockCrashTests {
     }
 
     /// Whether puff-lock's covering window is the topmost viewable child of the root, the
-    /// size of the screen.
-    static func covered(_ server: XServer) throws -> Bool {
+    /// size of the screen (`size`).
+    static func covered(_ server: XServer, size: String = "1280x800") throws -> Bool {
         let tree = try run("/usr/bin/xwininfo", ["-display", server.display, "-root", "-children"])
         // From the top of the stack down; unmapped windows (1x1 helpers of clients) do not cover.
         for line in tree.lines where line.hasPrefix("     0x") {
             guard let id = line.split(separator: " ").first else { continue }
             let state = try run("/usr/bin/xwininfo", ["-display", server.display, "-id", String(id)])
             guard state.output.contains("Map State: IsViewable") else { continue }
-            let covers = line.contains("\"puff-lock\"") && line.contains("1280x800+0+0")
+            let covers = line.contains("\"puff-lock\"") && line.contains(size + "+0+0")
             if !covers { print("lock-crash: not covered: \(tree.output)") }
             return covers
         }

@@ -208,6 +208,78 @@ struct LockFaceTests {
         #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
     }
 
+    /// A monitor plugged in while locked: the framebuffer grows from 1280×800 to 2560×800 (Xvfb
+    /// can shrink its framebuffer below the size it started with and grow it back, with RandR's
+    /// RRScreenChangeNotify as on real hardware) and a second monitor appears on the right. The
+    /// covering window grows to the whole new screen (timed from the xrandr that grows it), it is
+    /// the topmost window there, above a session window (xev) that the new area uncovered, keys
+    /// and clicks there reach no other client, and the picture stays on the primary monitor.
+    @Test func aScreenGrownWhileLockedIsCovered() throws {
+        let user = try TestUsers.ensure("puff-it-lena")
+        let stage = try LockScreenTests.stage(user)
+        let server = try XServer(extra: ["-noreset"], size: "2560x800")
+        func xrandr(_ arguments: [String]) throws -> Run {
+            try run("/usr/bin/xrandr", ["-display", server.display] + arguments)
+        }
+        // One 1280×800 monitor: the output's CRTC off (xrandr reports the size it cannot keep),
+        // the framebuffer shrunk, the monitor named.
+        _ = try xrandr(["--output", "screen", "--off"])
+        let shrunk = try xrandr(["--fb", "1280x800"])
+        #expect(shrunk.status == 0, "\(shrunk.errors)")
+        let left = try xrandr(["--setmonitor", "*left", "1280/338x800/211+0+0", "none"])
+        #expect(left.status == 0, "\(left.errors)")
+        #expect(try run("/usr/bin/xdpyinfo", ["-display", server.display]).output.contains("1280x800 pixels"))
+        // A window of the session where the second monitor will be (off the screen for now).
+        let session = try LockCrashTests.SessionWindow(server: server, directory: stage.fixture.root, geometry: "300x300+1800+250")
+        let locker = try Locker(stage: stage, user: user, server: server)
+        #expect(locker.waitFor("screen ready"), "\(locker.text)")
+        let before = try locker.layout()
+        let found = try server.xdotool(["search", "--name", "^puff-lock$"])
+        let cover = try #require(found.lines.first, "\(found.output)")
+        let layouts = locker.text.components(separatedBy: "screen ready").count - 1
+        let laidOut = LogStopwatch(log: locker.log, needle: "screen ready", count: layouts + 1, timeout: 20)
+
+        // Timed from the start of the xrandr that grows it (the server's change happens while
+        // xrandr runs; its own start-up, ~10 ms, is in the figure).
+        let grownAt = Date()
+        let grown = try xrandr(["--fb", "2560x800", "--setmonitor", "right", "1280/338x800/211+1280+0", "none"])
+        #expect(grown.status == 0, "\(grown.errors)")
+        var coveredAt: Date?
+        while coveredAt == nil && Date().timeIntervalSince(grownAt) < 10 {
+            let geometry = try run("/usr/bin/xwininfo", ["-display", server.display, "-id", cover]).output
+            if geometry.contains("Width: 2560") && geometry.contains("Height: 800") { coveredAt = Date() } else { usleep(2_000) }
+        }
+        let relaidAt = laidOut.result()
+        let covering = coveredAt.map { Int(($0.timeIntervalSince(grownAt) * 1000).rounded()) }
+        let relaid = relaidAt.map { Int(($0.timeIntervalSince(grownAt) * 1000).rounded()) }
+        LockCrashTests.record("screen grown: covering window 2560x800 \(covering.map { "\($0) ms" } ?? "never") after xrandr --fb started, "
+                              + "the lock screen laid out again after \(relaid.map { "\($0) ms" } ?? "never")")
+        #expect(coveredAt != nil, "the covering window did not grow: \(locker.text)")
+        #expect(relaidAt != nil, "the lock screen was not laid out again: \(locker.text)")
+        #expect(try LockCrashTests.covered(server, size: "2560x800"))
+        // Topmost where the session window is: the cover, whatever the stacking of the rest.
+        let tree = try run("/usr/bin/xwininfo", ["-display", server.display, "-root", "-children"])
+        let viewable = tree.lines.filter { $0.hasPrefix("     0x") }
+        #expect(viewable.first?.contains("\"puff-lock\"") == true, "\(tree.output)")
+        usleep(300_000)
+        try server.screenshot("lock-face-screen-grown")
+        // The new area shows the lock's background, not the session window (xev is white).
+        let newArea = try Self.pixel("lock-face-screen-grown", 1950, 400)
+        #expect(newArea.0 < 40 && newArea.1 < 40 && newArea.2 < 40, "\(newArea)")
+        // The picture stays on the primary (left) monitor.
+        let after = try locker.layout()
+        #expect(after.x == before.x && after.x + 400 * after.scale <= 1280, "\(before) → \(after)")
+        try server.xdotool(["mousemove", "1950", "400", "click", "1", "key", "b", "mousemove", "2500", "700", "click", "1"])
+        usleep(400_000)
+        #expect(session.count("KeyPress") == 0 && session.count("ButtonPress") == 0, "input in the new area reached the session")
+        try Self.click("604917", server, locker)
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+        // The control: unlocked, the session window there gets the keys.
+        try server.xdotool(["mousemove", "1950", "400", "key", "d"])
+        usleep(400_000)
+        #expect(session.count("KeyPress") == 1, "the session window in the new area does not get keys at all")
+    }
+
     /// Monitors set while locked (a second monitor plugged in, made primary): the picture
     /// moves to the new primary; the covering window spans the whole screen throughout.
     @Test func aMonitorAddedWhileLockedIsFollowed() throws {
