@@ -68,6 +68,9 @@ final class LockGuard {
     private var lastWatch = 0.0
     /// The screen is covered and grabbed (`locked()` was called).
     private var isLocked = false
+    /// The longest silence of an active child in its event loop that ended with an answer
+    /// (reported at the unlock: how close healthy children came to the limit).
+    private var longestSilence = 0.0
     private var starts: [Double] = []
     /// Children that would not die at once after SIGKILL (in the kernel): reaped later.
     private var abandoned: [pid_t] = []
@@ -118,6 +121,8 @@ final class LockGuard {
             readChildren()
             if reapChildren() {
                 stopStandby()
+                Report.warn("the longest silence of an authentication process in its event loop: "
+                            + "\(Int((longestSilence * 1000).rounded())) ms (judged hung after \(Int((answerLimit * 1000).rounded())) ms)")
                 return
             }
             watchdog()
@@ -154,7 +159,11 @@ final class LockGuard {
                 // Closed: the child is ending; its status decides (reapChildren).
                 return
             case .record(var record):
-                child.lastHeard = monotonicSeconds()
+                let now = monotonicSeconds()
+                if isActive, child.activeSince != nil, child.allowance == nil, child.lastHeard > 0 {
+                    longestSilence = max(longestSilence, now - child.lastHeard)
+                }
+                child.lastHeard = now
                 switch record.kind {
                 case .started?:
                     if !child.saidStarted && !isActive { Report.warn("the standby authentication process \(child.pid) is ready") }
@@ -189,7 +198,11 @@ final class LockGuard {
             standby = nil
             updateWakeDescriptors()
         }
-        guard let child = active, let raw = ended(child.pid) else { return false }
+        guard var child = active, let raw = ended(child.pid) else { return false }
+        // What it said before it ended is still in the socket: a `success` sent just before
+        // its exit (after this loop last read) would otherwise be missed, and a right
+        // passcode answered with a new lock screen.
+        read(&child, isActive: true)
         let exitedZero = raw & 0x7F == 0 && (raw >> 8) & 0xFF == 0
         if exitedZero && child.saidSuccess { return true }
         Report.warn("the authentication process \(child.pid) \(Self.describe(raw))\(exitedZero ? " without saying it succeeded" : ""); replacing it")

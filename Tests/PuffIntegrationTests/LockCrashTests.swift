@@ -34,8 +34,8 @@ struct LockCrashTests {
         }
     }
 
-    static func record(_ line: String) {
-        let path = LockScreenTests.screenshots + "/lock-crash-times.txt"
+    static func record(_ line: String, file: String = "lock-crash-times.txt", quiet: Bool = false) {
+        let path = LockScreenTests.screenshots + "/" + file
         try? FileManager.default.createDirectory(atPath: LockScreenTests.screenshots, withIntermediateDirectories: true)
         if let handle = FileHandle(forWritingAtPath: path) ?? {
             FileManager.default.createFile(atPath: path, contents: nil)
@@ -45,7 +45,7 @@ struct LockCrashTests {
             handle.write(Data((line + "\n").utf8))
             try? handle.close()
         }
-        print("lock-crash: \(line)")
+        if !quiet { print("lock-crash: \(line)") }
     }
 
     /// Whether puff-lock's covering window is the topmost viewable child of the root, the

@@ -98,6 +98,14 @@ struct LockScreenTests {
             try LockScreenTests.layout(in: text)
         }
 
+        deinit {
+            // How close the healthy authentication processes came to the watchdog's limit, for
+            // docs/puff-lock.md (measured in every test that unlocks, alone and in make test).
+            if let line = text.split(separator: "\n").first(where: { $0.contains("the longest silence of an authentication process") }) {
+                LockCrashTests.record("silence: " + line.dropFirst("puff-lock: ".count), file: "lock-silences.txt", quiet: true)
+            }
+        }
+
         /// The authentication processes that were the active one (given the input, able to
         /// unlock), in order: started as such, or a standby that took over.
         var children: [pid_t] {
