@@ -378,9 +378,11 @@ package final class LockSession {
             case .redraw:
                 break
             case .screensChanged:
-                // The next frame scales the picture again, at the new size.
+                // This frame scales the picture again, at the new size: drawn now, while the
+                // parent allows for it.
                 display.busy(.layout)
                 layout = self.layout(request: request)
+                redraw()
                 announce(layout)
             case .pointerDown(let x, let y):
                 if let button = layout.button(at: x, y) {
