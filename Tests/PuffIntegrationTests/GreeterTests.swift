@@ -330,6 +330,52 @@ struct GreeterTests {
         #expect(seat.marker("session-\(user)", timeout: 1) == nil)
     }
 
+    /// puff.conf for the tests where LightDM's service is told the state (issue 26).
+    static let tellingConfig = "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\ndelays = 10m\ntell_state = lightdm\n"
+
+    /// With `tell_state = lightdm` the prompt names the keypad (`[6 digits]`): the greeter shows
+    /// puff-lock's keypad beside the picture, and the sixth digit clicked submits the passcode,
+    /// with no Enter, as on the lock screen.
+    @Test func withTheStateToldTheKeypadSubmitsThePasscodeAtItsLastDigit() throws {
+        let user = try Self.account("puff-it-gr-gina")
+        let fixture = try Self.enrolledStore(user, config: Self.tellingConfig)
+        let server = try LockScreenTests.XServer()
+        let seat = try Seat(server: server, fixture: fixture)
+        #expect(seat.waitFor("users ready"), "greeter: \(seat.log)\ndaemon: \(seat.daemonLog.suffix(3000))")
+        try seat.choose(typing: user)
+        #expect(seat.waitFor("screen ready"), "\(seat.log)")
+        let buttons = try LockScreenTests.layout(in: seat.log).buttons
+        for (index, digit) in "604917".enumerated() {
+            let (x, y) = try #require(buttons["digit\(digit)"], "no keypad: \(seat.log)")
+            try seat.xdotool(["mousemove", String(x), String(y), "click", "1"])
+            if index == 3 { try seat.screenshot("keypad") }
+        }
+        let marker = seat.marker("session-\(user)")
+        #expect(marker == user + "\n", "greeter: \(seat.log)\ndaemon: \(seat.daemonLog.suffix(3000))")
+        #expect(try fixture.failures(user) == 0)
+    }
+
+    /// With `tell_state = lightdm`, a locked-out user is told the time left before any prompt
+    /// (nothing is asked, nothing counted, no session), and a key goes back to the list.
+    @Test func withTheStateToldALockedOutUserSeesTheTimeLeft() throws {
+        let user = try Self.account("puff-it-gr-gina")
+        let fixture = try Self.enrolledStore(user, config: Self.tellingConfig)
+        for _ in 0..<3 { _ = try fixture.authenticate(user, replies: ["111111"]) }
+        #expect(try fixture.failures(user) == 3)
+        let server = try LockScreenTests.XServer()
+        let seat = try Seat(server: server, fixture: fixture)
+        #expect(seat.waitFor("users ready"), "greeter: \(seat.log)\ndaemon: \(seat.daemonLog.suffix(3000))")
+        try seat.choose(typing: user)
+        #expect(seat.waitFor("Puff: too many failed attempts; try again in 10 minutes."), "\(seat.log)")
+        #expect(seat.waitFor("screen ready"), "\(seat.log)")
+        try seat.screenshot("locked-time-left")
+        #expect(!seat.log.contains("button digit"), "a keypad was offered to a locked account: \(seat.log)")
+        try seat.xdotool(["key", "space"])
+        #expect(seat.waitFor("users ready", count: 2), "\(seat.log)")
+        #expect(seat.marker("session-\(user)", timeout: 1) == nil)
+        #expect(try fixture.failures(user) == 3)
+    }
+
     @Test func aUserWithoutPuffTypesTheSystemPassword() throws {
         let user = try Self.account("puff-it-gr-walt")
         let set = try run("/usr/sbin/chpasswd", [], input: "\(user):Walt-pass-2026\n")
