@@ -347,7 +347,14 @@ struct GreeterTests {
         let buttons = try LockScreenTests.layout(in: seat.log).buttons
         for (index, digit) in "604917".enumerated() {
             let (x, y) = try #require(buttons["digit\(digit)"], "no keypad: \(seat.log)")
-            try seat.xdotool(["mousemove", String(x), String(y), "click", "1"])
+            let click = ["mousemove", String(x), String(y), "click", "1"]
+            if index < 5 {
+                try seat.xdotool(click)
+            } else {
+                // The last digit submits; the session may start, and LightDM stop the greeter's
+                // X server, before xdotool is done with it.
+                _ = try run("/usr/bin/xdotool", click, environment: ["DISPLAY": seat.display, "XAUTHORITY": seat.authority])
+            }
             if index == 3 { try seat.screenshot("keypad") }
         }
         let marker = seat.marker("session-\(user)")
@@ -370,6 +377,36 @@ struct GreeterTests {
         #expect(seat.waitFor("screen ready"), "\(seat.log)")
         try seat.screenshot("locked-time-left")
         #expect(!seat.log.contains("button digit"), "a keypad was offered to a locked account: \(seat.log)")
+        try seat.xdotool(["key", "space"])
+        #expect(seat.waitFor("users ready", count: 2), "\(seat.log)")
+        #expect(seat.marker("session-\(user)", timeout: 1) == nil)
+        #expect(try fixture.failures(user) == 3)
+    }
+
+    /// With `tell_state = lightdm`, wrong passcodes typed at the greeter are counted and named
+    /// (`Wrong passcode.`); the third locks the account and the screen says so once, with the
+    /// time left, before going back to the list on a key.
+    @Test func withTheStateToldTheThirdWrongPasscodeShowsTheLockOnce() throws {
+        let user = try Self.account("puff-it-gr-gina")
+        let fixture = try Self.enrolledStore(user, config: Self.tellingConfig)
+        let server = try LockScreenTests.XServer()
+        let seat = try Seat(server: server, fixture: fixture)
+        #expect(seat.waitFor("users ready"), "greeter: \(seat.log)\ndaemon: \(seat.daemonLog.suffix(3000))")
+        try seat.choose(typing: user)
+        #expect(seat.waitFor("screen ready"), "\(seat.log)")
+        for attempt in 1...3 {
+            // Six digits typed: sent at the sixth, no Enter.
+            try seat.xdotool(["type", "--delay", "40", "111333"])
+            #expect(seat.waitFor("screen ready", count: attempt + 1), "\(seat.log)")
+            #expect(try fixture.failures(user) == attempt)
+            if attempt == 1 {
+                #expect(seat.log.contains("Puff: wrong passcode."), "\(seat.log)")
+                try seat.screenshot("wrong-passcode")
+            }
+        }
+        #expect(seat.log.contains("Puff: wrong passcode. Too many failed attempts; try again in 10 minutes."), "\(seat.log)")
+        #expect(seat.waitFor("Puff: too many failed attempts; try again in 10 minutes."), "\(seat.log)")
+        try seat.screenshot("locked-after-three")
         try seat.xdotool(["key", "space"])
         #expect(seat.waitFor("users ready", count: 2), "\(seat.log)")
         #expect(seat.marker("session-\(user)", timeout: 1) == nil)
