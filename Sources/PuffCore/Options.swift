@@ -200,17 +200,13 @@ public enum OptionParser {
             options.nullOKPrompt = try flag()
             options.nullOK = true
         case .tell_state:
-            // libpam lowercases the service name (pam_start, pam_set_item), so the list is too.
-            var services: [String] = []
-            for item in try text().split(separator: ",", omittingEmptySubsequences: false) {
-                guard (1...64).contains(item.utf8.count), item.utf8.allSatisfy(Self.isServiceNameByte) else {
-                    throw OptionError(key: name, reason: "must be a comma-separated list of PAM service names "
-                                      + "(letters, digits, '.', '_', '+', '-'; at most 64 bytes each)")
-                }
-                services.append(String(decoding: item.utf8.map { $0 | ($0 >= 0x41 && $0 <= 0x5A ? 0x20 : 0) }, as: UTF8.self))
+            // Lowercase only: libpam lowercases the service name (pam_start, pam_set_item), so
+            // an entry with a capital would never match.
+            let services = try text().split(separator: ",", omittingEmptySubsequences: false)
+            guard services.count <= 16, services.allSatisfy({ (1...64).contains($0.utf8.count) && $0.utf8.allSatisfy(Self.isServiceNameByte) }) else {
+                throw OptionError(key: name, reason: "must list 1 to 16 PAM service names (lowercase letters, digits, '.', '_', '+', '-')")
             }
-            guard services.count <= 16 else { throw OptionError(key: name, reason: "must list at most 16 services") }
-            options.tellStateServices = services
+            options.tellStateServices = services.map(String.init)
         case .debug: options.debug = try flag()
         case .silent: options.silent = try flag()
         case .nodelay: options.noDelay = try flag()
@@ -294,7 +290,7 @@ public enum OptionParser {
     /// A byte of a PAM service name as `tell_state` accepts it.
     static func isServiceNameByte(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
              UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "+"), UInt8(ascii: "-"): true
         default: false
         }
