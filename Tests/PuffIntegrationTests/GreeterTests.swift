@@ -413,6 +413,31 @@ struct GreeterTests {
         #expect(try fixture.failures(user) == 3)
     }
 
+    /// With `tell_state = lightdm`, a gesture user whose passcode an administrator asked for
+    /// (`puff-enroll lock --user`) is told why before the prompt, gets the keypad without the
+    /// drawing surface, and logs in with the passcode at its last digit.
+    @Test func withTheStateToldThePasscodeRequiredNoticeComesWithTheKeypad() throws {
+        let user = try Self.account("puff-it-gr-gina")
+        let fixture = try Self.enrolledStore(user, config: Self.tellingConfig)
+        #expect(try run(Artefacts.enroll, ["lock", "--user", user] + fixture.storeArguments).status == 0)
+        let server = try LockScreenTests.XServer()
+        let seat = try Seat(server: server, fixture: fixture)
+        #expect(seat.waitFor("users ready"), "greeter: \(seat.log)\ndaemon: \(seat.daemonLog.suffix(3000))")
+        try seat.choose(typing: user)
+        #expect(seat.waitFor("screen ready"), "\(seat.log)")
+        #expect(seat.log.contains("Puff: passcode required: an administrator asked for the passcode."), "\(seat.log)")
+        // The keypad, and no picture to draw on (only the passcode is accepted now).
+        #expect(seat.log.contains("puff-lock: button digit6 "), "no keypad: \(seat.log)")
+        #expect(seat.log.contains("puff-lock: picture none"), "\(seat.log)")
+        try seat.xdotool(["type", "--delay", "40", "6049"])
+        try seat.screenshot("passcode-required")
+        // The last two digits: the second submits, and the session may start (and LightDM
+        // stop this X server) before xdotool is done with it.
+        _ = try run("/usr/bin/xdotool", ["type", "--delay", "40", "17"], environment: ["DISPLAY": seat.display, "XAUTHORITY": seat.authority])
+        let marker = seat.marker("session-\(user)")
+        #expect(marker == user + "\n", "greeter: \(seat.log)\ndaemon: \(seat.daemonLog.suffix(3000))")
+    }
+
     @Test func aUserWithoutPuffTypesTheSystemPassword() throws {
         let user = try Self.account("puff-it-gr-walt")
         let set = try run("/usr/sbin/chpasswd", [], input: "\(user):Walt-pass-2026\n")
