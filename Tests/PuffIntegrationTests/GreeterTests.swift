@@ -11,7 +11,8 @@ import Testing
 /// Root, not `lightdm --test-mode`: in test mode PAM runs as the invoking user, so the module
 /// would go through the setuid helper, which serves only its caller's account — not what a
 /// login screen does. As root, the module runs in LightDM's session child with uid 0, as it
-/// will on a real machine: the discreet conversation (docs/prompt-contract.md).
+/// will on a real machine: the discreet conversation (docs/prompt-contract.md), or with
+/// `tell_state = lightdm` in puff.conf the told one (the keypad type, the lock's time left).
 @Suite(.serialized)
 struct GreeterTests {
     static var greeterBinary: String { Artefacts.binaries + "/puff-greeter" }
