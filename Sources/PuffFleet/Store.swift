@@ -25,7 +25,9 @@ public struct Store {
 
     /// Resolves `userName` (raw, as the application gave it) to a subject.
     public func subject(for userName: String) throws(StoreError) -> Authenticator.Subject {
-        try Authenticator.resolving(userName) { account throws(StoreError) in try subject(of: account) }
+        let resolved = try Authenticator.resolving(userName) { account throws(StoreError) in try self.subject(of: account) }
+        authenticator.readDecoyState(for: resolved)
+        return resolved
     }
 
     /// The subject of an account already looked up (the helper has its caller's, by uid).

@@ -72,7 +72,19 @@ public struct Authenticator {
 
     /// Resolves `userName` (raw, as the application gave it) to a subject in the files store.
     public func subject(for userName: String) throws(StoreError) -> Subject {
-        try Self.resolving(userName) { account throws(StoreError) in try subject(of: account) }
+        let resolved = try Self.resolving(userName) { account throws(StoreError) in try self.subject(of: account) }
+        readDecoyState(for: resolved)
+        return resolved
+    }
+
+    /// With `evenRefusals`, for a name with no record (or no account): the reads an enrolled
+    /// account's state costs before the prompt — a counter file and the boot id — done to a
+    /// decoy counter, so the time to the prompt does not tell who is enrolled (issue 27,
+    /// item 2). Its errors change nothing.
+    package func readDecoyState(for subject: Subject) {
+        guard evenRefusals, case .notEnrolled = subject else { return }
+        _ = try? counters.readDecoy()
+        _ = bootID()
     }
 
     /// The account of `userName` handed to `body`, or the reason there is none.

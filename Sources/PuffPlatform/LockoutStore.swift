@@ -123,6 +123,12 @@ public struct LockoutStore {
         lockFile.unlock()
     }
 
+    /// One of the decoy counters read, as `read(_:)` reads a user's (`Authenticator.readDecoyState`).
+    public func readDecoy() throws(StoreError) -> Tally {
+        guard let state = try session.directory(directory) else { return Tally() }
+        return try Self.load(Self.decoyName + String(Sodium.randomHex(byteCount: 1).prefix(1)), from: state.trusted)
+    }
+
     private static func load(_ name: String, from state: borrowing TrustedDirectory) throws(StoreError) -> Tally {
         guard var bytes = try state.readFile(name, .rootPrivate(maximumSize: fileSize)) else { return Tally() }
         // Older versions padded the file with NULs to a fixed size.
