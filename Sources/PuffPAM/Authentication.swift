@@ -161,12 +161,12 @@ extension ModuleContext {
             } catch {
                 guard case .tpm = error, case .local = backend else { throw error }
             }
-            // A name that is no user name is no account (`Backend.prepare` keeps it here, in
-            // any route): refused as not enrolled, without asking the helper or the TPM.
-            guard UserName(login.user) != nil else { return .notEnrolled }
             login.route = .rootService
             backend = try Backend.prepare(.rootService, login.options, userName: login.user, arguments: arguments,
                                           origin: serviceOrigin(), discreet: login.discreet, session: session)
+            // A name that is no user name is no account: `prepare` keeps it in this process in
+            // every route, and it is refused as not enrolled, without the helper or the TPM.
+            if case .local = backend { return .notEnrolled }
         }
     }
 
