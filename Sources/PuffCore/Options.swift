@@ -21,6 +21,13 @@ public struct PuffOptions: Equatable, Sendable {
     /// decides and reports. The shipped "Puff, else the password" stack uses it so every
     /// account gets the same first prompt and a user without Puff types the password once.
     public var nullOKPrompt = false
+    /// `tell_state`: PAM services that name the keypad and tell the lock state (the prompt
+    /// with its TYPE, the lock and "passcode required" notices) although the caller is not
+    /// the user: a display manager's login screen, which shows every user's picture anyway.
+    /// Honoured only in a process whose real and effective uid are root (the caller is root,
+    /// which chose the service name); su, sudo and anything an ordinary user starts stay
+    /// discreet whatever is listed. Empty (the default): every such service is discreet.
+    public var tellStateServices: [String] = []
     /// Log detail about each decision (never a secret).
     public var debug = false
     /// Tell the user nothing beyond the prompt (no lockout or error messages).
@@ -115,7 +122,7 @@ public enum OptionParser {
 
     /// The keys of `apply` (fleet mode's are DirectorySettings's).
     enum Key: String {
-        case dir, state_dir, conf, helper, nullok, nullok_prompt, debug, silent, nodelay, try_first_pass, use_first_pass, authsucc
+        case dir, state_dir, conf, helper, nullok, nullok_prompt, tell_state, debug, silent, nodelay, try_first_pass, use_first_pass, authsucc
         case even_deny_root, root_exempt, max_failures, min_passcode, deny, fail_interval, unlock_time, delays
         case gesture_tries, passcode_interval, gesture_after_reboot, lock_wait, gesture_raster, gesture_tolerance
         case gesture_hit_ratio, gesture_overflow, kdf_ops, kdf_mem_kib
@@ -192,6 +199,14 @@ public enum OptionParser {
         case .nullok_prompt:
             options.nullOKPrompt = try flag()
             options.nullOK = true
+        case .tell_state:
+            // Lowercase only: libpam lowercases the service name (pam_start, pam_set_item), so
+            // an entry with a capital would never match.
+            let services = try text().split(separator: ",", omittingEmptySubsequences: false)
+            guard services.count <= 16, services.allSatisfy({ (1...64).contains($0.utf8.count) && $0.utf8.allSatisfy(Self.isServiceNameByte) }) else {
+                throw OptionError(key: name, reason: "must list 1 to 16 PAM service names (lowercase letters, digits, '.', '_', '+', '-')")
+            }
+            options.tellStateServices = services.map(String.init)
         case .debug: options.debug = try flag()
         case .silent: options.silent = try flag()
         case .nodelay: options.noDelay = try flag()
@@ -270,6 +285,15 @@ public enum OptionParser {
         guard let first = bytes.firstIndex(where: { !isBlank($0) }),
               let last = bytes.lastIndex(where: { !isBlank($0) }) else { return [] }
         return bytes[first...last]
+    }
+
+    /// A byte of a PAM service name as `tell_state` accepts it.
+    static func isServiceNameByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "+"), UInt8(ascii: "-"): true
+        default: false
+        }
     }
 
     /// A non-negative decimal integer of at most 12 digits.

@@ -101,8 +101,9 @@ extension ModuleContext {
                           // A root-run service whose caller is not the user (su to another
                           // account, sshd, login): the same prompt and messages for every
                           // account name (issue 11, item 9). The keypad and lock hints stay
-                          // where the caller is the user (their locker or pad, su to themselves).
-                          discreet: geteuid() == 0 && !callerIsUser(rawName))
+                          // where the caller is the user (their locker or pad, su to themselves)
+                          // and in the services root listed in `tell_state` (a login screen).
+                          discreet: geteuid() == 0 && !callerIsUser(rawName) && !tellsState(options))
         if login.route == .ownHelper, let refused = refuseAnotherUser(login, rawName) { return refused }
         let backend: Backend
         do {
@@ -315,6 +316,14 @@ extension ModuleContext {
         let uid = getuid()
         guard uid != 0, let rawName, let account = (try? Account.lookup(uid: uid)) ?? nil else { return false }
         return account.name.value == rawName
+    }
+
+    /// Whether the administrator listed this service in `tell_state` and the process is root's
+    /// through and through, so that root chose the service name: su or sudo run by a user keeps
+    /// the user's real uid, and a program the user starts without them has no root at all.
+    private func tellsState(_ options: PuffOptions) -> Bool {
+        getuid() == 0 && geteuid() == 0 && !options.tellStateServices.isEmpty
+            && options.tellStateServices.contains(rawItem(PAM_SERVICE))
     }
 
     /// The one failure message of a discreet service, by the kind of reply only.

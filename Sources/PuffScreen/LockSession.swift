@@ -135,7 +135,12 @@ package final class LockSession {
     /// submission; drawn with the next prompt or `acknowledge()`.
     package func show(message text: String, isError: Bool) {
         messagesThisAttempt += 1
-        messages.append(.init(text: Self.shown(text), isError: isError))
+        let shown = Self.shown(text)
+        // The lock that a wrong answer started is said again by the next attempt, which asks
+        // nothing ("Wrong passcode. Too many failed attempts; …", then "Too many failed
+        // attempts; …"): once on the screen is enough.
+        guard !messages.contains(where: { $0.text.hasSuffix(shown) }) else { return }
+        messages.append(.init(text: shown, isError: isError))
     }
 
     /// A module message as shown: without Puff's `Puff: ` prefix, starting with a capital.
@@ -163,10 +168,12 @@ package final class LockSession {
     /// Shows the messages gathered so far and waits for a key or a click: after an attempt
     /// that asked nothing (a locked account, an unavailable service), the next one starts only
     /// when the user asks for it, so PAM is never called in a loop.
-    package func acknowledge() {
+    /// `prompt` and `hint`: the bar's text and the line under the messages (puff-greeter goes
+    /// back to its user list, not to another attempt).
+    package func acknowledge(prompt: String = "Locked", hint: String = "Press a key or click to try again.") {
         func scene() -> LockScene {
-            var scene = LockScene(title: title, prompt: "Locked", messages: messages)
-            scene.hint = "Press a key or click to try again."
+            var scene = LockScene(title: title, prompt: prompt, messages: messages)
+            scene.hint = hint
             scene.centred = true
             scene.clock = clock()
             return scene

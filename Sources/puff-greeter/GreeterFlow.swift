@@ -94,7 +94,7 @@ final class GreeterFlow {
                     // Nothing was asked (an account that may not log in now): the messages
                     // stay until a key or a click, then the list again.
                     if session.messagesThisAttempt == 0 { session.note("Authentication failed.") }
-                    session.acknowledge()
+                    session.acknowledge(prompt: "Cannot log in now", hint: "Press a key or click to go back to the users.")
                     return false
                 }
                 // Modules other than Puff (pam_unix) say nothing when the answer is wrong.

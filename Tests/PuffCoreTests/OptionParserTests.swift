@@ -121,6 +121,35 @@ struct OptionParserTests {
         #expect(failure("root_exempt=1") == OptionError(key: "root_exempt", reason: "takes no value"))
     }
 
+    @Test("tell_state: a list of PAM service names in lowercase, as libpam has them; empty by default")
+    func tellState() throws {
+        #expect(PuffOptions().tellStateServices.isEmpty)
+        #expect(try parse(["tell_state=lightdm"]).tellStateServices == ["lightdm"])
+        #expect(try parse(["tell_state=lightdm,gdm-password,x.y_z+1"]).tellStateServices == ["lightdm", "gdm-password", "x.y_z+1"])
+        // The file's line and a later argument: the last one wins, as for every key.
+        var options = PuffOptions()
+        for token in OptionParser.tokens(ofConfigFile: "tell_state = lightdm, \n") {
+            _ = try? OptionParser.apply(token, to: &options, from: .configFile)
+        }
+        #expect(options.tellStateServices.isEmpty, "a blank item is refused, not kept")
+        #expect(try OptionParser.apply("tell_state=lightdm", to: &options, from: .configFile) == nil)
+        _ = try OptionParser.apply("tell_state=xdm", to: &options, from: .argument)
+        #expect(options.tellStateServices == ["xdm"])
+        let reason = "must list 1 to 16 PAM service names (lowercase letters, digits, '.', '_', '+', '-')"
+        // A capital would never match: libpam lowercases the service name (pam_start).
+        for bad in ["tell_state", "tell_state=", "tell_state=lightdm,", "tell_state=,lightdm", "tell_state=light dm",
+                    "tell_state=LightDM", "tell_state=../sshd", "tell_state=pam.d/lightdm", "tell_state=lïghtdm",
+                    "tell_state=" + String(repeating: "a", count: 65)] {
+            let error = failure(bad)
+            #expect(error?.key == "tell_state", "\(bad)")
+            if bad != "tell_state" { #expect(error?.reason == reason, "\(bad)") }
+        }
+        let seventeen = (1...17).map { "s\($0)" }.joined(separator: ",")
+        #expect(failure("tell_state=" + seventeen) == OptionError(key: "tell_state", reason: reason))
+        #expect(try parse(["tell_state=" + String(repeating: "a", count: 64)]).tellStateServices.count == 1)
+        #expect(try parse(["tell_state=" + (1...16).map { "s\($0)" }.joined(separator: ",")]).tellStateServices.count == 16)
+    }
+
     @Test("a known key returns no warning")
     func noWarning() throws {
         var options = PuffOptions()

@@ -670,6 +670,9 @@ extension LoggingTests {
             BadArgument(argument: "max_failures=1000001", logged: "max_failures: \(integer) 0...1000000"),
             BadArgument(argument: "min_passcode=digits5", logged: "min_passcode: must be digits4, digits6, numeric or alphanumeric"),
             BadArgument(argument: "root_exempt=1", logged: "root_exempt: takes no value"),
+            // Issue 26: the services told the state at a login screen.
+            BadArgument(argument: "tell_state=../lightdm", logged: "tell_state: must list 1 to 16 PAM service names"),
+            BadArgument(argument: "tell_state=lightdm,", logged: "tell_state: must list 1 to 16 PAM service names"),
         ])
         func outOfRangeArgument(_ bad: BadArgument) throws {
             // After `nullok`: a bad value must not leave the module ignoring anyone.

@@ -11,7 +11,8 @@ import Testing
 /// Root, not `lightdm --test-mode`: in test mode PAM runs as the invoking user, so the module
 /// would go through the setuid helper, which serves only its caller's account — not what a
 /// login screen does. As root, the module runs in LightDM's session child with uid 0, as it
-/// will on a real machine: the discreet conversation (docs/prompt-contract.md).
+/// will on a real machine: the discreet conversation (docs/prompt-contract.md), or with
+/// `tell_state = lightdm` in puff.conf the told one (the keypad type, the lock's time left).
 @Suite(.serialized)
 struct GreeterTests {
     static var greeterBinary: String { Artefacts.binaries + "/puff-greeter" }
@@ -328,6 +329,114 @@ struct GreeterTests {
         #expect(seat.log.contains(Self.passcodeRefusal), "\(seat.log)")
         try seat.screenshot("locked-out")
         #expect(seat.marker("session-\(user)", timeout: 1) == nil)
+    }
+
+    /// puff.conf for the tests where LightDM's service is told the state (issue 26).
+    static let tellingConfig = "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\ndelays = 10m\ntell_state = lightdm\n"
+
+    /// With `tell_state = lightdm` the prompt names the keypad (`[6 digits]`): the greeter shows
+    /// puff-lock's keypad beside the picture, and the sixth digit clicked submits the passcode,
+    /// with no Enter, as on the lock screen.
+    @Test func withTheStateToldTheKeypadSubmitsThePasscodeAtItsLastDigit() throws {
+        let user = try Self.account("puff-it-gr-gina")
+        let fixture = try Self.enrolledStore(user, config: Self.tellingConfig)
+        let server = try LockScreenTests.XServer()
+        let seat = try Seat(server: server, fixture: fixture)
+        #expect(seat.waitFor("users ready"), "greeter: \(seat.log)\ndaemon: \(seat.daemonLog.suffix(3000))")
+        try seat.choose(typing: user)
+        #expect(seat.waitFor("screen ready"), "\(seat.log)")
+        let buttons = try LockScreenTests.layout(in: seat.log).buttons
+        for (index, digit) in "604917".enumerated() {
+            let (x, y) = try #require(buttons["digit\(digit)"], "no keypad: \(seat.log)")
+            let click = ["mousemove", String(x), String(y), "click", "1"]
+            if index < 5 {
+                try seat.xdotool(click)
+            } else {
+                // The last digit submits; the session may start, and LightDM stop the greeter's
+                // X server, before xdotool is done with it.
+                _ = try run("/usr/bin/xdotool", click, environment: ["DISPLAY": seat.display, "XAUTHORITY": seat.authority])
+            }
+            if index == 3 { try seat.screenshot("keypad") }
+        }
+        let marker = seat.marker("session-\(user)")
+        #expect(marker == user + "\n", "greeter: \(seat.log)\ndaemon: \(seat.daemonLog.suffix(3000))")
+        #expect(try fixture.failures(user) == 0)
+    }
+
+    /// With `tell_state = lightdm`, a locked-out user is told the time left before any prompt
+    /// (nothing is asked, nothing counted, no session), and a key goes back to the list.
+    @Test func withTheStateToldALockedOutUserSeesTheTimeLeft() throws {
+        let user = try Self.account("puff-it-gr-gina")
+        let fixture = try Self.enrolledStore(user, config: Self.tellingConfig)
+        for _ in 0..<3 { _ = try fixture.authenticate(user, replies: ["111111"]) }
+        #expect(try fixture.failures(user) == 3)
+        let server = try LockScreenTests.XServer()
+        let seat = try Seat(server: server, fixture: fixture)
+        #expect(seat.waitFor("users ready"), "greeter: \(seat.log)\ndaemon: \(seat.daemonLog.suffix(3000))")
+        try seat.choose(typing: user)
+        #expect(seat.waitFor("Puff: too many failed attempts; try again in 10 minutes."), "\(seat.log)")
+        #expect(seat.waitFor("screen ready"), "\(seat.log)")
+        try seat.screenshot("locked-time-left")
+        #expect(!seat.log.contains("button digit"), "a keypad was offered to a locked account: \(seat.log)")
+        try seat.xdotool(["key", "space"])
+        #expect(seat.waitFor("users ready", count: 2), "\(seat.log)")
+        #expect(seat.marker("session-\(user)", timeout: 1) == nil)
+        #expect(try fixture.failures(user) == 3)
+    }
+
+    /// With `tell_state = lightdm`, wrong passcodes typed at the greeter are counted and named
+    /// (`Wrong passcode.`); the third locks the account and the screen says so once, with the
+    /// time left, before going back to the list on a key.
+    @Test func withTheStateToldTheThirdWrongPasscodeShowsTheLockOnce() throws {
+        let user = try Self.account("puff-it-gr-gina")
+        let fixture = try Self.enrolledStore(user, config: Self.tellingConfig)
+        let server = try LockScreenTests.XServer()
+        let seat = try Seat(server: server, fixture: fixture)
+        #expect(seat.waitFor("users ready"), "greeter: \(seat.log)\ndaemon: \(seat.daemonLog.suffix(3000))")
+        try seat.choose(typing: user)
+        #expect(seat.waitFor("screen ready"), "\(seat.log)")
+        for attempt in 1...3 {
+            // Six digits typed: sent at the sixth, no Enter.
+            try seat.xdotool(["type", "--delay", "40", "111333"])
+            #expect(seat.waitFor("screen ready", count: attempt + 1), "\(seat.log)")
+            #expect(try fixture.failures(user) == attempt)
+            if attempt == 1 {
+                #expect(seat.log.contains("Puff: wrong passcode."), "\(seat.log)")
+                try seat.screenshot("wrong-passcode")
+            }
+        }
+        #expect(seat.log.contains("Puff: wrong passcode. Too many failed attempts; try again in 10 minutes."), "\(seat.log)")
+        #expect(seat.waitFor("Puff: too many failed attempts; try again in 10 minutes."), "\(seat.log)")
+        try seat.screenshot("locked-after-three")
+        try seat.xdotool(["key", "space"])
+        #expect(seat.waitFor("users ready", count: 2), "\(seat.log)")
+        #expect(seat.marker("session-\(user)", timeout: 1) == nil)
+        #expect(try fixture.failures(user) == 3)
+    }
+
+    /// With `tell_state = lightdm`, a gesture user whose passcode an administrator asked for
+    /// (`puff-enroll lock --user`) is told why before the prompt, gets the keypad without the
+    /// drawing surface, and logs in with the passcode at its last digit.
+    @Test func withTheStateToldThePasscodeRequiredNoticeComesWithTheKeypad() throws {
+        let user = try Self.account("puff-it-gr-gina")
+        let fixture = try Self.enrolledStore(user, config: Self.tellingConfig)
+        #expect(try run(Artefacts.enroll, ["lock", "--user", user] + fixture.storeArguments).status == 0)
+        let server = try LockScreenTests.XServer()
+        let seat = try Seat(server: server, fixture: fixture)
+        #expect(seat.waitFor("users ready"), "greeter: \(seat.log)\ndaemon: \(seat.daemonLog.suffix(3000))")
+        try seat.choose(typing: user)
+        #expect(seat.waitFor("screen ready"), "\(seat.log)")
+        #expect(seat.log.contains("Puff: passcode required: an administrator asked for the passcode."), "\(seat.log)")
+        // The keypad, and no picture to draw on (only the passcode is accepted now).
+        #expect(seat.log.contains("puff-lock: button digit6 "), "no keypad: \(seat.log)")
+        #expect(seat.log.contains("puff-lock: picture none"), "\(seat.log)")
+        try seat.xdotool(["type", "--delay", "40", "6049"])
+        try seat.screenshot("passcode-required")
+        // The last two digits: the second submits, and the session may start (and LightDM
+        // stop this X server) before xdotool is done with it.
+        _ = try run("/usr/bin/xdotool", ["type", "--delay", "40", "17"], environment: ["DISPLAY": seat.display, "XAUTHORITY": seat.authority])
+        let marker = seat.marker("session-\(user)")
+        #expect(marker == user + "\n", "greeter: \(seat.log)\ndaemon: \(seat.daemonLog.suffix(3000))")
     }
 
     @Test func aUserWithoutPuffTypesTheSystemPassword() throws {

@@ -95,6 +95,82 @@ struct UserEnumerationTests {
                 "\(ownRequired.lines)")
     }
 
+    /// Issue 26: `tell_state` lists the services (a login screen) that name the keypad and tell
+    /// the lock although the caller is not the user, and it is honoured only in a process whose
+    /// real and effective uid are root, which chose the service name. Here puff.conf lists
+    /// `lightdm` and `su`: root's lightdm is told; a service not listed (sshd) is not; the same
+    /// names reached any other way are not — su run by an ordinary user (the real `su`, whose
+    /// real uid is the user's), the harness with another user's real uid (setuid-root
+    /// programs), and an unprivileged program that calls pam_start with the listed name (it
+    /// goes through the setuid helper, which serves only its caller's account).
+    @Test("tell_state tells the state only to a root process in a listed service")
+    func tellStateIsHonouredOnlyForARootProcessInAListedService() throws {
+        let config = "kdf_ops = 1\nkdf_mem_kib = 8\ntell_state = lightdm,su\n"
+        let fixture = try Fixture(config: config, moduleArguments: "deny=3 delays=10m")
+        for name in ["lightdm", "su", "sshd"] { try fixture.service("deny=3 delays=10m", name: name) }
+        let fourDigits = try TestUsers.ensure("puff-it-alice")
+        try fixture.enroll(fourDigits, "1590", type: "digits4")
+        let locked = try TestUsers.ensure("puff-it-dave")
+        try fixture.enroll(locked, "604917")
+        for _ in 1...3 { try fixture.authenticate(locked, replies: ["111111"]) }
+        #expect(try fixture.status(locked)["locked"] as? Bool == true)
+        let lockNotice = "ERROR Puff: too many failed attempts; try again in 10 minutes."
+        let refused = "RESULT \(PAMCode.authError) Authentication failure"
+
+        // Root through and through, in a listed service: the keypad and the lock are told.
+        let told = try fixture.authenticate(fourDigits, replies: ["1111"], service: "lightdm")
+        #expect(told.lines == ["PROMPT echo-off Puff passcode [4 digits]: ", "ERROR Puff: wrong passcode.", refused], "\(told.lines)")
+        let toldLocked = try fixture.authenticate(locked, replies: ["604917"], service: "lightdm")
+        #expect(toldLocked.lines == [lockNotice, refused], "\(toldLocked.lines)")
+        #expect(try fixture.failures(fourDigits) == 1)
+
+        // Root, a service not listed: discreet.
+        let discreet = [Discreet.prompt, Discreet.passcodeRefused, refused]
+        for user in [fourDigits, locked] {
+            let seen = try fixture.authenticate(user, replies: ["111111"], service: "sshd")
+            #expect(seen.lines == discreet, "sshd \(user): \(seen.lines)")
+        }
+        // Listed, but run with an ordinary user's real uid (a setuid-root program): discreet.
+        let caller = try TestUsers.ensure("puff-it-erin")
+        let callerUID = try #require(getpwnam(caller)).pointee.pw_uid
+        for service in ["lightdm", "su"] {
+            for user in [fourDigits, locked] {
+                let seen = try fixture.authenticate(user, replies: ["111111"], extra: ["--caller", String(callerUID)], service: service)
+                #expect(seen.lines == discreet, "\(service) as uid \(callerUID), \(user): \(seen.lines)")
+            }
+        }
+
+        // The real su, run by an ordinary user, with `su` listed: discreet for the locked
+        // account as for any other.
+        let suCaller = try RealClientTests.ShellUser("caller")
+        let target = try RealClientTests.ShellUser("target")
+        #expect(try fixture.enroll(target.name, "1590", type: "digits4").status == 0)
+        for _ in 1...3 { try fixture.authenticate(target.name, replies: ["1111"]) }
+        let pamFile = try HardeningTests.suService(fixture, extra: "deny=3 delays=10m")
+        let su = try HardeningTests.su(as: suCaller, to: target, "1590", pamFile: pamFile)
+        #expect(su.output.contains("Puff passcode or gesture: "), "\(su.output)")
+        #expect(su.output.contains("Puff: not accepted (a wrong passcode, or too many failed attempts)."), "\(su.output)")
+        #expect(!su.output.contains("4 digits") && !su.output.contains("minutes"), "\(su.output)")
+        #expect(!su.output.contains("puff-su-ok"), "\(su.output)")
+
+        // An unprivileged program calling pam_start("lightdm", another user): refused before
+        // any prompt, nothing said (the setuid helper serves only the caller's own account).
+        let stage = try UnprivilegedTests.Stage(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\ndelays = 10m\ntell_state = lightdm\n")
+        try stage.fixture.write(stage.fixture.pamDirectory + "/lightdm",
+                                "auth required \(stage.bin)/pam_puff.so nodelay helper=\(stage.helper)\naccount required pam_permit.so\n",
+                                mode: 0o644)
+        #expect(try stage.fixture.enroll(locked, "604917").status == 0)
+        for _ in 1...3 { try stage.fixture.authenticate(locked, replies: ["111111"]) }
+        let probe = try stage.runAs(caller, [stage.harness, "--confdir", stage.fixture.pamDirectory, "--service", "lightdm",
+                                             "--user", locked, "--reply", "604917"])
+        #expect(probe.lines == [refused], "\(probe.lines) \(probe.errors)")
+        // The same program asking for its own account through that service is told (it is the user).
+        #expect(try stage.fixture.enroll(caller, "1590", type: "digits4").status == 0)
+        let own = try stage.runAs(caller, [stage.harness, "--confdir", stage.fixture.pamDirectory, "--service", "lightdm",
+                                           "--user", caller, "--reply", "1590"])
+        #expect(own.lines.first == "PROMPT echo-off Puff passcode [4 digits]: ", "\(own.lines) \(own.errors)")
+    }
+
     /// Issue 27, item 2: in a discreet service every refusal does the same work, whatever the
     /// account, its state and the reply's kind — one argon2id at the configured cost (seen as
     /// its 64 MiB allocation) and the same number of fsyncs, counted or not — through the
