@@ -134,7 +134,7 @@ extension ModuleContext {
         let outcome: Authenticator.Outcome
         var counted: Authenticator.CountedFailure?
         do {
-            outcome = try attempt(secret, login, backend, &counted, arguments: arguments, session: session)
+            outcome = try attempt(secret, login, backend, &counted, arguments: arguments)
         } catch {
             log(LOG_ERR, "user \(login.forLog): \(error); failing closed")
             return .failure(error)
@@ -150,10 +150,9 @@ extension ModuleContext {
     /// the user's; docs/protection-at-rest.md). Nothing is counted or written before that read,
     /// so the attempt starts again in the helper started with real uid root, which unseals.
     /// The state before the prompt was the files store's own, as in file mode.
-    @inline(never)  // out of line, the module is smaller
     private func attempt(_ secret: borrowing SecureBytes, _ login: Login, _ backend: Backend,
-                         _ counted: inout Authenticator.CountedFailure?, arguments: [String],
-                         session: StoreSession) throws(StoreError) -> Authenticator.Outcome {
+                         _ counted: inout Authenticator.CountedFailure?,
+                         arguments: [String]) throws(StoreError) -> Authenticator.Outcome {
         // A loop rather than a second call: `Backend.attempt` is inlined once.
         var backend = backend
         while true {
@@ -162,12 +161,14 @@ extension ModuleContext {
             } catch {
                 guard case .tpm = error, case .local = backend else { throw error }
             }
+            // A name that is no user name is no account (`Backend.prepare` keeps it in this
+            // process in every route): refused as not enrolled, without the helper or the TPM.
+            guard UserName(login.user) != nil else { return .notEnrolled }
             login.route = .rootService
-            backend = try Backend.prepare(.rootService, login.options, userName: login.user, arguments: arguments,
-                                          origin: serviceOrigin(), discreet: login.discreet, session: session)
-            // A name that is no user name is no account: `prepare` keeps it in this process in
-            // every route, and it is refused as not enrolled, without the helper or the TPM.
-            if case .local = backend { return .notEnrolled }
+            // `Backend.prepare`'s `.rootService` backend, built here (smaller than a second
+            // inlined `prepare`).
+            backend = .service(try HelperBackend(HelperClient(path: login.options.helperPath, service: .init(
+                user: login.user, arguments: arguments, origin: serviceOrigin()))))
         }
     }
 

@@ -66,8 +66,7 @@ public enum StoreKey {
 
     #if PUFF_MODULE
     /// Throws `.tpm` when a sealed copy of the key exists: the module's way of handing the
-    /// attempt to the helper (Authentication.swift). Out of line: the module's one use of it.
-    @inline(never)
+    /// attempt to the helper (Authentication.swift).
     static func handToHelperIfSealed(_ name: String, in directory: borrowing TrustedDirectory) throws(StoreError) {
         guard try directory.openFile(sealedName(name), .rootPrivate(maximumSize: maximumSealedSize)) == nil else {
             throw .tpm("the key is sealed in the TPM; only puff-check unseals it")
