@@ -477,8 +477,14 @@ struct TPMTests {
         #expect(!FileManager.default.fileExists(atPath: host1.etc + "/fleet.key"))
         #expect(FileManager.default.fileExists(atPath: host1.etc + "/fleet.key.tpm"))
         #expect(!FileManager.default.fileExists(atPath: host1.etc + "/host.key"), "a fleet host gets no host key")
-        // The mode of a fleet host is its fleet key's (it has no host key).
+        // The mode of a fleet host is its fleet key's (it has no host key), also in plain
+        // `status`, which lists no one there (the directory holds the records).
         #expect(try Self.tpmCommand(host1, ["status"]).output == "tpm\n")
+        let status = try run(Artefacts.enroll, ["status"] + host1.storeArguments)
+        #expect(status.status == 0, "\(status.errors)")
+        #expect(status.lines.last?.hasPrefix("Key protection: tpm (the fleet key is sealed in the TPM") == true,
+                "\(status.output)")
+        #expect(try run(Artefacts.enroll, ["status", "--json"] + host1.storeArguments).status != 0)
         #expect(try tpm1.tpm2("tpm2_getcap", ["handles-persistent"]).output.contains("0x81504602"))
 
         // Logins on host1 go through the helper, which unseals the fleet key.
