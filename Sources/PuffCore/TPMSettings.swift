@@ -19,21 +19,36 @@ public struct TPMSettings: Equatable, Sendable {
         case tpm_tcti, tpm_library
     }
 
-    /// Applies one tpm key; `false` when `key` is not one of them. A bad value throws.
+    /// Takes one tpm key's value as it is; `false` when `key` is not one of them. Only a
+    /// missing value throws here: the rest is checked by `validate()` where the values are used
+    /// (`TPMClient`, in the helper and `puff-enroll`). The module never uses them (its tpm-mode
+    /// attempts go to the helper, which reads `puff.conf` itself), so it carries no more of tpm
+    /// mode than knowing its keys, and a bad value fails closed at the first use of the TPM.
     public mutating func apply(_ key: String, _ value: Substring?) throws(OptionError) -> Bool {
         guard let known = Key(rawValue: key) else { return false }
-        // Printable ASCII without spaces; the library's path absolute (the TCTI loader itself
-        // refuses a TCTI it cannot load, and the TPM is then unavailable).
-        guard let value, !value.isEmpty, value.utf8.count <= 1024, value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }),
-              known == .tpm_tcti || (value.first == "/" && !value.split(separator: "/").contains("..")) else {
-            throw OptionError(key: key, reason: known == .tpm_tcti
-                ? "needs a TCTI like device:/dev/tpmrm0 (printable ASCII without spaces, at most 1024 bytes)"
-                : "must be an absolute path without '..'")
-        }
+        guard let value else { throw OptionError(key: key, reason: "needs a value") }
         switch known {
         case .tpm_tcti: tcti = String(value)
         case .tpm_library: libraryPath = String(value)
         }
         return true
+    }
+
+    /// Checks the values: the TCTI printable ASCII without spaces, at most 1024 bytes (the
+    /// TCTI loader itself refuses one it cannot load, and the TPM is then unavailable); the
+    /// library's path absolute, without `..`.
+    public func validate() throws(OptionError) {
+        guard Self.isPrintableWord(tcti) else {
+            throw OptionError(key: Key.tpm_tcti.rawValue,
+                              reason: "needs a TCTI like device:/dev/tpmrm0 (printable ASCII without spaces, at most 1024 bytes)")
+        }
+        guard Self.isPrintableWord(libraryPath), libraryPath.hasPrefix("/"),
+              !libraryPath.split(separator: "/").contains("..") else {
+            throw OptionError(key: Key.tpm_library.rawValue, reason: "must be an absolute path without '..'")
+        }
+    }
+
+    private static func isPrintableWord(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 1024 && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f }
     }
 }

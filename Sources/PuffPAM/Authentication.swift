@@ -94,19 +94,8 @@ extension ModuleContext {
             log(LOG_NOTICE, "could not obtain the user name (PAM code \(userStatus))")
             return .userNameUnavailable(userStatus)
         }
-        var route = StoreRoute.choose(directory: options.directory.isEnabled,
+        let route = StoreRoute.choose(directory: options.directory.isEnabled,
                                       for: .module(effectiveUID: geteuid(), realUID: getuid()))
-        do {
-            // Tpm mode: only the helper unseals the host key (libtss2 reads TSS2_LOGFILE from
-            // the environment, which in su is the user's; docs/protection-at-rest.md). One
-            // openat in file mode.
-            if route == .files, try RecordStore(directory: options.recordDirectory, session: session).hostKeyIsSealed() {
-                route = .rootService
-            }
-        } catch {
-            log(LOG_ERR, "user \(LogText.escape(rawName ?? "(invalid)")): \(error); failing closed")
-            return .failure(error)
-        }
         let login = Login(user: rawName ?? "", forLog: LogText.escape(rawName ?? "(invalid)"), options: options,
                           route: route,
                           // A root-run service whose caller is not the user (su to another
@@ -119,8 +108,7 @@ extension ModuleContext {
         let backend: Backend
         do {
             backend = try Backend.prepare(login.route, options, userName: login.user, arguments: arguments,
-                                          origin: [rawItem(PAM_SERVICE), rawItem(PAM_TTY), rawItem(PAM_RHOST), rawItem(PAM_RUSER)],
-                                          discreet: login.discreet, session: session)
+                                          origin: serviceOrigin(), discreet: login.discreet, session: session)
         } catch {
             log(LOG_ERR, "user \(login.forLog): \(error); failing closed")
             return .failure(error)
@@ -146,13 +134,48 @@ extension ModuleContext {
         let outcome: Authenticator.Outcome
         var counted: Authenticator.CountedFailure?
         do {
-            outcome = try backend.attempt(secret, counted: &counted)
+            outcome = try attempt(secret, login, backend, &counted, arguments: arguments)
         } catch {
             log(LOG_ERR, "user \(login.forLog): \(error); failing closed")
             return .failure(error)
         }
         if let counted { keepForTakeBack(counted, secret, login, session) }
         return conclude(outcome, login, backend, secret)
+    }
+
+    /// One attempt through `backend`. Tpm mode is found here, at no cost to file mode: the
+    /// first step of every attempt in the files store is reading `host.key`, and the module's
+    /// `StoreKey.read` answers `.tpm` when there is none but a sealed `host.key.tpm` (the
+    /// module has no TPM code: libtss2 reads TSS2_LOGFILE from the environment, which in su is
+    /// the user's; docs/protection-at-rest.md). Nothing is counted or written before that read,
+    /// so the attempt starts again in the helper started with real uid root, which unseals.
+    /// The state before the prompt was the files store's own, as in file mode.
+    private func attempt(_ secret: borrowing SecureBytes, _ login: Login, _ backend: Backend,
+                         _ counted: inout Authenticator.CountedFailure?,
+                         arguments: [String]) throws(StoreError) -> Authenticator.Outcome {
+        // A loop rather than a second call: `Backend.attempt` is inlined once.
+        var backend = backend
+        while true {
+            do {
+                return try backend.attempt(secret, counted: &counted)
+            } catch {
+                guard case .tpm = error, case .local = backend else { throw error }
+            }
+            // A name that is no user name is no account (`Backend.prepare` keeps it in this
+            // process in every route): refused as not enrolled, without the helper or the TPM.
+            guard UserName(login.user) != nil else { return .notEnrolled }
+            login.route = .rootService
+            // `Backend.prepare`'s `.rootService` backend, built here (smaller than a second
+            // inlined `prepare`).
+            backend = .service(try HelperBackend(HelperClient(path: login.options.helperPath, service: .init(
+                user: login.user, arguments: arguments, origin: serviceOrigin()))))
+        }
+    }
+
+    /// Where a service call's login comes from, for the helper's log and history.
+    @inline(never)  // two call sites
+    private func serviceOrigin() -> [String] {
+        [rawItem(PAM_SERVICE), rawItem(PAM_TTY), rawItem(PAM_RHOST), rawItem(PAM_RUSER)]
     }
 
     /// What one login knows once the user and the route are decided (a class: passed to each
@@ -163,8 +186,9 @@ extension ModuleContext {
         /// The user name escaped for a log line.
         let forLog: String
         let options: PuffOptions
-        /// Where the store work runs (`StoreRoute.choose`).
-        let route: StoreRoute
+        /// Where the store work runs (`StoreRoute.choose`; `.rootService` once an attempt
+        /// found the host key sealed in the TPM).
+        var route: StoreRoute
         /// Every account name gets the same prompt and messages.
         let discreet: Bool
         /// `nullok_prompt` in a discreet service: an account without a record is prompted like

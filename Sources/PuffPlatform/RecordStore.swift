@@ -138,12 +138,6 @@ public struct RecordStore {
         return try StoreKey.read(Self.hostKeyName, in: root.trusted, tpm: tpm)
     }
 
-    /// Whether the host key is sealed in the TPM (tpm mode).
-    public func hostKeyIsSealed() throws(StoreError) -> Bool {
-        guard let root = try session.directory(directory) else { return false }
-        return try StoreKey.isSealed(Self.hostKeyName, in: root.trusted)
-    }
-
     /// The host key, created (32 random bytes, root 0600) if it does not exist (in tpm mode it
     /// exists: sealed). Creation is serialised with `flock` on the store directory, so two
     /// enrollments at once cannot each write a different key.

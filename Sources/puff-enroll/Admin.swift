@@ -28,7 +28,13 @@ struct Status: ParsableCommand {
             if let user {
                 names = [try Command.account(user).name]
             } else if options.directory.isEnabled {
-                throw Failure(ExitCodes.unknown, "name a user with --user (backend = ldap: the directory holds the records)")
+                // The directory holds the records: no list of every user, but this host's mode.
+                guard !json else {
+                    throw Failure(ExitCodes.unknown, "name a user with --user (backend = ldap: the directory holds the records)")
+                }
+                Terminal.say("The directory holds the records (backend = ldap): name a user with --user.")
+                Terminal.say(try TPMCommand.modeLine(options))
+                return
             } else {
                 names = try records.enrolledNames()
             }

@@ -124,7 +124,7 @@ struct TPMCommand: ParsableCommand {
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "status",
-            abstract: "Print the mode: tpm, file, or none (no key yet).")
+            abstract: "Print the mode: tpm, file, or none (no key yet); in fleet mode, the fleet key's.")
 
         @OptionGroup var store: StoreOptions
 
@@ -132,8 +132,8 @@ struct TPMCommand: ParsableCommand {
             try Command.run {
                 try Command.requireRoot()
                 let options = try store.load()
-                let host = try TPMCommand.location(TPMCommand.keys(options)[0], options)
-                Terminal.say(host == .tpm ? "tpm" : host == .file ? "file" : "none")
+                let location = try TPMCommand.location(TPMCommand.recordKey(options), options)
+                Terminal.say(location == .tpm ? "tpm" : location == .file ? "file" : "none")
             }
         }
     }
@@ -145,13 +145,19 @@ struct TPMCommand: ParsableCommand {
         } ?? .none
     }
 
+    /// The key the records are peppered and sealed with, whose place is the mode: the host
+    /// key, or in fleet mode the fleet key (a fleet host has no host key).
+    static func recordKey(_ options: PuffOptions) -> Key {
+        keys(options)[options.directory.isEnabled ? 1 : 0]
+    }
+
     /// The line `puff-enroll status` ends with.
     static func modeLine(_ options: PuffOptions) throws -> String {
-        let key = keys(options)[0]
+        let key = recordKey(options)
         switch try location(key, options) {
-        case .tpm: return "Key protection: tpm (the host key is sealed in the TPM, \(options.tpm.tcti))."
+        case .tpm: return "Key protection: tpm (the \(key.label) is sealed in the TPM, \(options.tpm.tcti))."
         case .file: return "Key protection: file (\(key.path))."
-        case .none: return "Key protection: none yet (no host key)."
+        case .none: return "Key protection: none yet (no \(key.label))."
         }
     }
 

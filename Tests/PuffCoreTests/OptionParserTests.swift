@@ -24,17 +24,33 @@ struct OptionParserTests {
         }
     }
 
-    @Test("tpm mode's keys: a TCTI in the loader's syntax, an absolute library path")
+    @Test("tpm mode's keys: taken as they are, checked by validate() where the TPM is used")
     func tpmKeys() throws {
         #expect(PuffOptions().tpm.tcti == "device:/dev/tpmrm0")
+        #expect(throws: Never.self) { try PuffOptions().tpm.validate() }
         let options = try parse(["tpm_tcti=swtpm:host=127.0.0.1,port=2321", "tpm_library=/usr/lib/puff/puff-tpm.so"])
         #expect(options.tpm.tcti == "swtpm:host=127.0.0.1,port=2321")
         #expect(options.tpm.libraryPath == "/usr/lib/puff/puff-tpm.so")
+        #expect(throws: Never.self) { try options.tpm.validate() }
         var unwarned = PuffOptions()
         #expect(try OptionParser.apply("tpm_tcti=device", to: &unwarned, from: .configFile) == nil)
-        for bad in ["tpm_tcti", "tpm_tcti=", "tpm_tcti=cmd:tpm2_send -T x", "tpm_library=puff-tpm.so",
-                    "tpm_library=/usr/../tmp/x.so", "tpm_library="] {
-            #expect(failure(bad)?.key.hasPrefix("tpm_") == true, "\(bad)")
+        // Known keys without a value are refused at once, like every other key's.
+        for bare in ["tpm_tcti", "tpm_library"] {
+            #expect(failure(bare)?.key == bare)
+        }
+        // Bad values are known (no warning) and refused by validate(), naming the key.
+        for (bad, key) in [("tpm_tcti=", "tpm_tcti"), ("tpm_tcti=cmd:tpm2_send -T x", "tpm_tcti"),
+                           ("tpm_tcti=" + String(repeating: "a", count: 1025), "tpm_tcti"),
+                           ("tpm_library=puff-tpm.so", "tpm_library"), ("tpm_library=/usr/../tmp/x.so", "tpm_library"),
+                           ("tpm_library=", "tpm_library"), ("tpm_library=/usr/lib/puff tpm.so", "tpm_library")] {
+            var options = PuffOptions()
+            #expect(try OptionParser.apply(bad, to: &options, from: .configFile) == nil, "\(bad)")
+            #expect(throws: OptionError.self, "\(bad)") { try options.tpm.validate() }
+            do {
+                try options.tpm.validate()
+            } catch {
+                #expect(error.key == key, "\(bad)")
+            }
         }
     }
 

@@ -441,7 +441,7 @@ struct GreeterTests {
 
     @Test func aUserWithoutPuffTypesTheSystemPassword() throws {
         let user = try Self.account("puff-it-gr-walt")
-        let set = try run("/usr/sbin/chpasswd", [], input: "\(user):Walt-pass-2026\n")
+        let set = try Hermetic.setPassword(user, "Walt-pass-2026")
         #expect(set.status == 0, "chpasswd: \(set.errors)")
         let fixture = try Self.enrolledStore(try Self.account("puff-it-gr-gina"))
         let server = try LockScreenTests.XServer()

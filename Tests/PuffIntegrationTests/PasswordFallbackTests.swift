@@ -24,7 +24,7 @@ struct PasswordFallbackTests {
     /// An account with a shell and `password` as its system password.
     static func userWithPassword(_ role: String) throws -> RealClientTests.ShellUser {
         let user = try RealClientTests.ShellUser(role)
-        let set = try run("/usr/sbin/chpasswd", [], input: "\(user.name):\(password)\n")
+        let set = try Hermetic.setPassword(user.name, password)
         #expect(set.status == 0, "chpasswd: \(set.errors)")
         return user
     }

@@ -170,6 +170,16 @@ enum Hermetic {
         throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "useradd \(name): \(result.errors)"])
     }
 
+    /// Sets `name`'s password with `chpasswd` inside the private /etc, under the same lock as
+    /// `addAccount`: chpasswd replaces /etc/shadow by rename, which would detach a stage's bind
+    /// mount of its own shadow copy (UnprivilegedTests.Stage.runAs) made meanwhile.
+    static func setPassword(_ name: String, _ password: String) throws -> Run {
+        try requirePrivateEtc()
+        systemFiles.lockForWriting()
+        defer { systemFiles.unlock() }
+        return try run("/usr/sbin/chpasswd", [], input: "\(name):\(password)\n")
+    }
+
     /// Removes an account the suite added (the private /etc vanishes with the run anyway; a
     /// test that is done with an account says so).
     static func removeAccount(_ name: String) {

@@ -337,4 +337,231 @@ struct TPMTests {
         let gone = try stage.authenticate(as: alice, replies: [Self.passcode])
         #expect(gone.status == PAMCode.authInfoUnavailable, "\(gone.output)")
     }
+
+    /// One login through the harness traced with strace: its PAM code, the paths opened
+    /// (openat, whole: `-y` names the directory a store file is opened in) and the programs
+    /// executed, by every process of it.
+    static func tracedLogin(_ fixture: Fixture, _ user: String, _ reply: String) throws
+        -> (status: Int32, opened: [String], executed: [String]) {
+        let trace = fixture.root + "/trace"
+        let login = try run("/usr/bin/strace", ["-f", "-qq", "-y", "-e", "trace=openat,execve", "-o", trace, Artefacts.harness,
+                                                "--confdir", fixture.pamDirectory, "--service", "puff-test",
+                                                "--user", user, "--reply", reply])
+        var opened: [String] = [], executed: [String] = []
+        for line in try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n") {
+            // `openat(5</tmp/x/etc>, "host.key", ...`, `openat(AT_FDCWD</>, "/etc/...", ...`, `execve("/bin/x", ...`
+            guard let call = line.range(of: " openat(") ?? line.range(of: " execve(") else { continue }
+            let rest = line[call.upperBound...]
+            guard let open = rest.range(of: "\""), let close = rest[open.upperBound...].range(of: "\"") else { continue }
+            let name = String(rest[open.upperBound..<close.lowerBound])
+            if line[call].contains("execve") {
+                executed.append(name)
+                continue
+            }
+            var directory = ""
+            if let less = rest.range(of: "<"), less.lowerBound < open.lowerBound,
+               let greater = rest[less.upperBound...].range(of: ">"), greater.lowerBound < open.lowerBound {
+                directory = String(rest[less.upperBound..<greater.lowerBound])
+            }
+            opened.append(name.hasPrefix("/") || directory.isEmpty ? name : directory + "/" + name)
+        }
+        return (login.status, opened, executed)
+    }
+
+    /// Lean when off (issue 24): a file-mode login asks nothing about tpm mode (no openat of
+    /// `host.key.tpm`, no helper); tpm mode is found where the attempt reads `host.key`, and the
+    /// attempt, counted once, goes to the helper, for enrolled and unknown accounts alike.
+    @Test func fileModeLooksForNoSealedKeyAndTPMModeIsFoundAtTheKeysRead() throws {
+        let tpm = try SoftwareTPM()
+        let alice = try TestUsers.ensure("puff-it-alice"), nobody = try TestUsers.ensure("puff-it-bob")
+        let fixture = try Self.fixture(tpm)
+        #expect(try fixture.enroll(alice, Self.passcode).status == 0)
+        let sealed = fixture.etc + "/host.key.tpm", clear = fixture.etc + "/host.key"
+        for (user, reply, code) in [(alice, Self.passcode, PAMCode.success), (alice, "111333", PAMCode.authError),
+                                    (nobody, "111333", PAMCode.authError)] {
+            let login = try Self.tracedLogin(fixture, user, reply)
+            #expect(login.status == code, "\(user) \(reply)")
+            // The probe sees the store: the key was read, in this process, and nothing else.
+            #expect(login.opened.contains(clear), "\(login.opened)")
+            #expect(!login.opened.contains(sealed), "file mode looked for a sealed key: \(user) \(reply)")
+            #expect(!login.executed.contains(Artefacts.helper), "file mode started the helper")
+        }
+        #expect(try fixture.failures(alice) == 1)
+
+        #expect(try Self.tpmCommand(fixture, ["enable"]).status == 0)
+        for (user, reply, code) in [(alice, Self.passcode, PAMCode.success), (alice, "111333", PAMCode.authError),
+                                    (nobody, "111333", PAMCode.authError)] {
+            let login = try Self.tracedLogin(fixture, user, reply)
+            #expect(login.status == code, "\(user) \(reply)")
+            #expect(login.opened.contains(sealed), "\(login.opened)")
+            // An account without a record is refused by the helper too (the TPM unseals for
+            // it as for everyone): a discreet service's refusals cost the same.
+            #expect(login.executed.contains(Artefacts.helper), "tpm mode did not start the helper: \(user) \(reply)")
+        }
+        // The wrong passcode was counted once (the attempt is handed over before any count).
+        #expect(try fixture.failures(alice) == 1)
+        // A name that is no user name is no account: refused as not enrolled, as in file mode,
+        // without the helper (not PAM_AUTHINFO_UNAVAIL, and no TPM error in the log).
+        let invalid = try Self.tracedLogin(fixture, "no/such:name", "111333")
+        #expect(invalid.status == PAMCode.authError)
+        #expect(!invalid.executed.contains(Artefacts.helper))
+    }
+
+    /// The failure handed to the helper is taken back by the `authsucc` line after the password
+    /// module (the shipped "Puff, else the password" stack), through the helper too.
+    @Test func aPasswordTypedAtPuffsPromptIsTakenBackInTPMMode() throws {
+        let tpm = try SoftwareTPM()
+        let user = try PasswordFallbackTests.userWithPassword("tq")
+        let fixture = try Self.fixture(tpm)
+        #expect(try fixture.enroll(user.name, Self.passcode).status == 0)
+        #expect(try Self.tpmCommand(fixture, ["enable"]).status == 0)
+        try fixture.write(fixture.pamDirectory + "/puff-fallback",
+                          try PasswordFallbackTests.shippedStack(fixture) + "account required pam_permit.so\n", mode: 0o644)
+        #expect(try fixture.authenticate(user.name, replies: ["111333"]).status == PAMCode.authError)
+        #expect(try fixture.failures(user.name) == 1)
+        // Written once, by the helper that counted it (the module writes no history for an
+        // attempt it handed over).
+        #expect((try fixture.status(user.name)["recent_failures"] as? [[String: Any]])?.count == 1)
+        let fallback = try fixture.authenticate(user.name, replies: [PasswordFallbackTests.password], service: "puff-fallback")
+        #expect(fallback.lines.last == "RESULT 0 Success", "\(fallback.output)")
+        #expect(try fixture.failures(user.name) == 1, "the password's own attempt was taken back, the earlier failure stays")
+        #expect(try fixture.authenticate(user.name, replies: [Self.passcode], service: "puff-fallback").lines.last
+                == "RESULT 0 Success")
+        #expect(try fixture.failures(user.name) == 0)
+    }
+
+    /// The module takes `tpm_*` values as they are and never uses them; the helper checks them
+    /// where it talks to the TPM. A bad one fails closed in tpm mode, naming the key, and
+    /// changes nothing in file mode, for the module and the helper alike.
+    @Test func aBadTPMSettingFailsClosedInTPMModeAndIsUnusedInFileMode() throws {
+        let tpm = try SoftwareTPM()
+        let alice = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Self.fixture(tpm)
+        #expect(try fixture.enroll(alice, Self.passcode).status == 0)
+        let bad = "kdf_ops = 1\nkdf_mem_kib = 8\ntpm_tcti = \(tpm.tcti)\ntpm_library = relative/puff-tpm.so\n"
+        try fixture.write(fixture.conf, bad, mode: 0o600)
+        #expect(try fixture.authenticate(alice, replies: [Self.passcode]).status == PAMCode.success)
+        #expect(try Self.tpmCommand(fixture, ["enable"]).status != 0, "enable with a bad tpm_library")
+        #expect(FileManager.default.fileExists(atPath: fixture.etc + "/host.key"))
+
+        try fixture.write(fixture.conf, "kdf_ops = 1\nkdf_mem_kib = 8\n" + Self.config(tpm), mode: 0o600)
+        #expect(try Self.tpmCommand(fixture, ["enable"]).status == 0)
+        try fixture.write(fixture.conf, bad, mode: 0o600)
+        let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
+        _ = capture.drain()
+        let login = try fixture.authenticate(alice, replies: [Self.passcode])
+        #expect(login.status != PAMCode.success && login.status != PAMCode.authError, "\(login.output)")
+        #expect(capture.drain().contains { $0.contains("puff-check[") && $0.contains("tpm_library") }, "no log line names tpm_library")
+        #expect(try fixture.failures(alice) == 0)
+    }
+
+    /// Fleet mode with the fleet key in each host's own TPM (issue 24): `tpm enable` seals the
+    /// fleet key, logins go through the helper against real slapd, enrollment uses the sealed
+    /// key, and a host whose TPM is gone fails closed while the others go on.
+    @Test func aFleetHostKeepsTheFleetKeyInItsTPM() throws {
+        let tpm1 = try SoftwareTPM(), tpm2 = try SoftwareTPM()
+        let directory = try FleetDirectory()
+        let key = newFleetKey()
+        let host1 = try fleetHost(directory, name: "host1", key: key, extra: Self.config(tpm1))
+        let host2 = try fleetHost(directory, name: "host2", key: key,
+                                  bind: .password(host: "host2", uri: directory.ldapsURI, caFile: directory.caFile),
+                                  extra: Self.config(tpm2))
+        let user = try TestUsers.ensure("puff-it-fleet-t")
+        try directory.addUser(user)
+        let enrolled = try host1.enroll(user, Self.passcode)
+        #expect(enrolled.status == 0, "\(enrolled.errors)")
+        #expect(try Self.tpmCommand(host1, ["status"]).output == "file\n")
+
+        let enable = try Self.tpmCommand(host1, ["enable"])
+        #expect(enable.status == 0, "\(enable.errors)")
+        #expect(!FileManager.default.fileExists(atPath: host1.etc + "/fleet.key"))
+        #expect(FileManager.default.fileExists(atPath: host1.etc + "/fleet.key.tpm"))
+        #expect(!FileManager.default.fileExists(atPath: host1.etc + "/host.key"), "a fleet host gets no host key")
+        // The mode of a fleet host is its fleet key's (it has no host key), also in plain
+        // `status`, which lists no one there (the directory holds the records).
+        #expect(try Self.tpmCommand(host1, ["status"]).output == "tpm\n")
+        let status = try run(Artefacts.enroll, ["status"] + host1.storeArguments)
+        #expect(status.status == 0, "\(status.errors)")
+        #expect(status.lines.last?.hasPrefix("Key protection: tpm (the fleet key is sealed in the TPM") == true,
+                "\(status.output)")
+        #expect(try run(Artefacts.enroll, ["status", "--json"] + host1.storeArguments).status != 0)
+        #expect(try tpm1.tpm2("tpm2_getcap", ["handles-persistent"]).output.contains("0x81504602"))
+
+        // Logins on host1 go through the helper, which unseals the fleet key.
+        #expect(try host1.authenticate(user, replies: [Self.passcode]).status == PAMCode.success)
+        #expect(try host1.authenticate(user, replies: ["111333"]).status == PAMCode.authError)
+        #expect(try directory.failures(user) == 1)
+        // host2, still in file mode, reads the same records with the same key.
+        #expect(try host2.authenticate(user, replies: [Self.passcode]).status == PAMCode.success)
+        #expect(try directory.failures(user) == 0)
+        // An enrollment on the tpm-mode host seals the new hash with the sealed key.
+        #expect(try host1.enroll(user, "529174").status == 0)
+        #expect(!FileManager.default.fileExists(atPath: host1.etc + "/fleet.key"))
+        #expect(try host2.authenticate(user, replies: ["529174"]).status == PAMCode.success)
+        #expect(try Self.tpmCommand(host2, ["enable"]).status == 0)
+        #expect(try host2.authenticate(user, replies: ["529174"]).status == PAMCode.success)
+
+        // host1's TPM gone: it fails closed, names the TPM, counts nothing; host2 goes on.
+        tpm1.stop()
+        let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
+        _ = capture.drain()
+        #expect(try host1.authenticate(user, replies: ["529174"]).status == PAMCode.authInfoUnavailable)
+        #expect(try host1.authenticate(user, replies: ["111333"]).status == PAMCode.authInfoUnavailable)
+        #expect(capture.drain().contains { $0.contains("puff-check[") && $0.contains("TPM: cannot reach the TPM") })
+        #expect(try directory.failures(user) == 0)
+        #expect(try host2.authenticate(user, replies: ["529174"]).status == PAMCode.success)
+
+        // And back out of host2's TPM: the same fleet key in its file again.
+        let disable = try Self.tpmCommand(host2, ["disable"])
+        #expect(disable.status == 0, "\(disable.errors)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: host2.etc + "/fleet.key")) == key)
+        #expect(!FileManager.default.fileExists(atPath: host2.etc + "/fleet.key.tpm"))
+        #expect(!(try tpm2.tpm2("tpm2_getcap", ["handles-persistent"]).output.contains("0x81504602")))
+        #expect(try host2.authenticate(user, replies: ["529174"]).status == PAMCode.success)
+    }
+
+    /// Self-service in tpm mode: an ordinary user enrolls and changes their own passcode and
+    /// gesture through the setuid helper, which unseals the key; no clear key ever appears; with
+    /// the TPM gone a change fails closed and leaves the record and the counter as they were.
+    @Test func anOrdinaryUserEnrollsAndChangesTheirOwnCredentialsInTPMMode() throws {
+        let tpm = try SoftwareTPM()
+        let stage = try UnprivilegedTests.Stage(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\n" + Self.config(tpm))
+        // No key yet: `tpm enable` makes one straight in the TPM.
+        let enable = try Self.tpmCommand(stage.fixture, ["enable"])
+        #expect(enable.status == 0, "\(enable.errors)")
+        let clear = stage.fixture.etc + "/host.key"
+        #expect(!FileManager.default.fileExists(atPath: clear))
+        let dave = try UnprivilegedTests().userWithPassword(stage)
+        func selfEnroll(_ arguments: [String], _ input: String) throws -> Run {
+            try stage.runAs(dave, [stage.enroll] + arguments + ["--stdin", "--helper", stage.helper], input: input)
+        }
+        let first = try selfEnroll(["passcode"], "Sys-pass-4821\n604917\n")
+        #expect(first.status == 0, "\(first.output) \(first.errors)")
+        #expect(try stage.authenticate(as: dave, replies: ["604917"]).status == PAMCode.success)
+        let changed = try selfEnroll(["passcode"], "604917\n135790\n")
+        #expect(changed.status == 0, "\(changed.errors)")
+        #expect(try stage.authenticate(as: dave, replies: ["135790"]).status == PAMCode.success)
+        #expect(try stage.authenticate(as: dave, replies: ["604917"]).status == PAMCode.authError)
+        let gesture = GestureLoginTests.wire(GestureLoginTests.genuine)
+        let drawn = try selfEnroll(["gesture", "--picture", stage.bin + "/picture.png"], "135790\n\(gesture)\n\(gesture)\n")
+        #expect(drawn.status == 0, "\(drawn.errors)")
+        #expect(try stage.authenticate(as: dave, replies: [gesture]).status == PAMCode.success)
+        #expect(!FileManager.default.fileExists(atPath: clear), "self-service made a clear key")
+        // A root login of the same records (the module with real uid root, as in sshd, hands
+        // the attempt to the helper's service call).
+        #expect(try stage.authenticate(as: "root", user: dave, replies: ["135790"]).status == PAMCode.success)
+
+        let record = try Data(contentsOf: URL(fileURLWithPath: stage.fixture.etc + "/users/" + dave))
+        let failures = try stage.fixture.failures(dave)
+        tpm.stop()
+        let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
+        _ = capture.drain()
+        let refused = try selfEnroll(["passcode"], "135790\n246801\n")
+        #expect(refused.status != 0)
+        #expect(capture.drain().contains { $0.contains("puff-check[") && $0.contains("TPM: cannot reach the TPM") },
+                "no log line of the helper names the TPM")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: stage.fixture.etc + "/users/" + dave)) == record)
+        #expect(try stage.fixture.failures(dave) == failures)
+        #expect(!FileManager.default.fileExists(atPath: clear))
+    }
 }

@@ -258,7 +258,7 @@ struct UnprivilegedTests {
 
     /// An account with a known system password, set only in the stage's copy of /etc/shadow,
     /// which `runAs` mounts at /etc/shadow in its namespace: no other file ever holds it.
-    private func userWithPassword(_ stage: Stage) throws -> String {
+    func userWithPassword(_ stage: Stage) throws -> String {
         let dave = try TestUsers.ensure("puff-it-dave")
         let hash = try run("/usr/bin/openssl", ["passwd", "-6", "-stdin"], input: "Sys-pass-4821\n")
         #expect(hash.status == 0, "\(hash.errors)")

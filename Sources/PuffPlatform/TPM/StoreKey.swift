@@ -36,14 +36,6 @@ public enum StoreKey {
         return .none
     }
 
-    /// Whether a sealed copy of the key exists: what the module asks before it hands the login
-    /// to the helper (which prefers a clear copy beside it, if a killed move left one). One
-    /// openat in file mode.
-    @inline(never)
-    public static func isSealed(_ name: String, in directory: borrowing TrustedDirectory) throws(StoreError) -> Bool {
-        try directory.openFile(sealedName(name), .rootPrivate(maximumSize: maximumSealedSize)) != nil
-    }
-
     /// The key, from the file or from the TPM; `nil` when there is neither. A key of the wrong
     /// length, a sealed file that does not parse, a TPM that cannot be reached or refuses, or
     /// a key that does not match its check value all throw.
@@ -57,8 +49,10 @@ public enum StoreKey {
             return key
         }
         #if PUFF_MODULE
-        // The module hands tpm mode to puff-check (StoreRoute, Authentication.swift) and never
-        // reads a sealed key: without a clear one it has none (an attempt then fails closed).
+        // The module has no TPM code: a sealed key is the helper's to read, and this error
+        // hands the attempt to it (Authentication.swift). Looked for only when there is no
+        // clear key, so file mode pays nothing for tpm mode.
+        try handToHelperIfSealed(name, in: directory)
         return nil
         #else
         guard let sealed = try readSealed(name, in: directory) else { return nil }
@@ -69,6 +63,16 @@ public enum StoreKey {
         return key
         #endif
     }
+
+    #if PUFF_MODULE
+    /// Throws `.tpm` when a sealed copy of the key exists: the module's way of handing the
+    /// attempt to the helper (Authentication.swift).
+    static func handToHelperIfSealed(_ name: String, in directory: borrowing TrustedDirectory) throws(StoreError) {
+        guard try directory.openFile(sealedName(name), .rootPrivate(maximumSize: maximumSealedSize)) == nil else {
+            throw .tpm("the key is sealed in the TPM; only puff-check unseals it")
+        }
+    }
+    #endif
 
     /// A sealed file's parts.
     public struct Sealed: Equatable {

@@ -28,7 +28,7 @@ public enum TPMClient {
     /// Seals `key` at `handle`; with `pcr7`, under a policy on PCR 7 as it reads now.
     public static func seal(_ key: borrowing SecureBytes, handle: UInt32, pcr7: Bool,
                             settings: TPMSettings) throws(StoreError) -> Sealed {
-        try load(settings.libraryPath)
+        try load(settings)
         var blob = [UInt8](repeating: 0, count: Int(PUFF_TPM_BLOB_MAX))
         var length = 0
         var error = [CChar](repeating: 0, count: 512)
@@ -46,7 +46,7 @@ public enum TPMClient {
 
     /// The key the object `blob` describes holds, in wiped memory.
     public static func unseal(_ blob: [UInt8], settings: TPMSettings) throws(StoreError) -> SecureBytes {
-        try load(settings.libraryPath)
+        try load(settings)
         var key = try SecureBytes(count: Int(PUFF_TPM_KEY_MAX))
         var length = 0
         var error = [CChar](repeating: 0, count: 512)
@@ -62,7 +62,7 @@ public enum TPMClient {
 
     /// Removes the object `blob` describes (nothing when it is gone already).
     public static func evict(_ blob: [UInt8], settings: TPMSettings) throws(StoreError) {
-        try load(settings.libraryPath)
+        try load(settings)
         var error = [CChar](repeating: 0, count: 512)
         let code = settings.tcti.withCString { tcti in puff_tpm_evict(tcti, blob, blob.count, &error, error.count) }
         guard code == PUFF_TPM_OK else { throw failure(code, error, settings) }
@@ -77,8 +77,15 @@ public enum TPMClient {
     /// Makes libtss2 available: the helper loads `tpm_library` on the first use
     /// (Sources/CTPM/puff_tpm_loader.c, the same checks as the LDAP client's); a build linked
     /// with libtss2 has nothing to do.
-    private static func load(_ path: String) throws(StoreError) {
+    /// `settings` are checked here, where they are used (TPMSettings.apply takes them as they are).
+    private static func load(_ settings: TPMSettings) throws(StoreError) {
+        do {
+            try settings.validate()
+        } catch {
+            throw .configuration(error.description)
+        }
         guard puff_tpm_is_loaded() == 0 else { return }
+        let path = settings.libraryPath
         func failure(_ reason: String) -> StoreError {
             .tpm("the TPM client library \(path) cannot be loaded: " + LogText.escape(reason, limit: 300))
         }
