@@ -209,13 +209,19 @@ struct HardeningTests {
             let spy = try Child(["/usr/bin/setpriv", "--reuid=\(caller.uid)", "--regid=\(caller.gid)", "--init-groups", "--",
                                  "/usr/bin/python3", watcher, String(su.pid), moment, go, report],
                                 stdin: .null, stdout: .same, stderr: .same).start()
-            defer { Glibc.kill(spy, SIGKILL); var raw: Int32 = 0; waitpid(spy, &raw, 0) }
+            // Killed only while not reaped: a reaped pid may already be another process's.
+            var spyReaped = false
+            defer { if !spyReaped { Glibc.kill(spy, SIGKILL); var raw: Int32 = 0; waitpid(spy, &raw, 0) } }
             usleep(200_000)
             #expect(su.answer(Self.wrong, whenOutputContains: "asscode"), "\(moment): no prompt: \(su.output)")
             FileManager.default.createFile(atPath: go, contents: nil)
             var raw: Int32 = 0
             let deadline = Date().addingTimeInterval(20)
-            while waitpid(spy, &raw, WNOHANG) == 0 && Date() < deadline { usleep(1_000) }
+            while Date() < deadline {
+                let waited = waitpid(spy, &raw, WNOHANG)
+                if waited == spy || waited < 0 { spyReaped = true; break }
+                usleep(1_000)
+            }
             let seen = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
             #expect(seen.contains("stopped su"), "\(moment): \(seen)")
             // The victim's login as sshd runs it, while the su stays stopped.
@@ -266,13 +272,19 @@ struct HardeningTests {
                                  "/usr/bin/python3", watcher, String(su.pid), moment, go, report,
                                  cgroups.map(\.freezeControl).joined(separator: ",")],
                                 stdin: .null, stdout: .same, stderr: .same).start()
-            defer { Glibc.kill(spy, SIGKILL); var raw: Int32 = 0; waitpid(spy, &raw, 0) }
+            // Killed only while not reaped: a reaped pid may already be another process's.
+            var spyReaped = false
+            defer { if !spyReaped { Glibc.kill(spy, SIGKILL); var raw: Int32 = 0; waitpid(spy, &raw, 0) } }
             usleep(200_000)
             #expect(su.answer(Self.wrong, whenOutputContains: "asscode"), "\(moment): no prompt: \(su.output)")
             FileManager.default.createFile(atPath: go, contents: nil)
             var raw: Int32 = 0
             let deadline = Date().addingTimeInterval(20)
-            while waitpid(spy, &raw, WNOHANG) == 0 && Date() < deadline { usleep(1_000) }
+            while Date() < deadline {
+                let waited = waitpid(spy, &raw, WNOHANG)
+                if waited == spy || waited < 0 { spyReaped = true; break }
+                usleep(1_000)
+            }
             let seen = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
             // The user's freeze took: every control they wrote is frozen.
             #expect(seen.contains("froze the cgroup") && !seen.contains("Errno"), "\(moment): \(seen)")
