@@ -2,7 +2,8 @@
 # make timing: does a refused answer take as long, and look the same, whatever the account in a
 # discreet service (the harness as root, as sshd or login run the module)?
 #
-# A benchmark, not a test: for a wrong *passcode* reply and a wrong *gesture* reply, to each of
+# A benchmark, not a test: for a wrong *passcode* reply, a wrong *gesture* reply and a gesture
+# drawn on another picture size, to each of
 #   enrolled          passcode and gesture, unlocked (its failures are counted)
 #   no-record         an account without a Puff record
 #   no-account        a name that is no account
@@ -78,14 +79,16 @@ chmod 600 "$WORK/state/$LOCKED"
 
 CASES=(enrolled no-record no-account locked passcode-required)
 declare -A USER_OF=([enrolled]=$ENROLLED [no-record]=$NO_RECORD [no-account]=$NO_ACCOUNT [locked]=$LOCKED [passcode-required]=$REQUIRED)
-declare -A REPLY_OF=([passcode]=$WRONG [gesture]=$(wire 60))
+# An attacker picks the reply: a gesture drawn on another picture size than the enrolled one is
+# refused for its size, and must cost a match all the same (it is matched rescaled first).
+declare -A REPLY_OF=([passcode]=$WRONG [gesture]=$(wire 60) [gesture-other-size]=$(wire 60 | sed 's/:400x300:/:800x600:/'))
 attempt() {  # attempt KIND CASE [extra harness arguments]: one wrong reply, transcript on stdout
   "$HARNESS" --confdir "$WORK/pam.d" --service puff-timing --user "${USER_OF[$2]}" --reply "${REPLY_OF[$1]}" --time "${@:3}" || true
 }
 median() { sort -n "$1" | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f", m/1000}'; }
 failed=0
 
-for kind in passcode gesture; do
+for kind in passcode gesture gesture-other-size; do
   # fsync calls of one attempt.
   declare -A FSYNCS=()
   for c in "${CASES[@]}"; do

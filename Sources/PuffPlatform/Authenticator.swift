@@ -290,22 +290,27 @@ public struct Authenticator {
                 return "gesture rejected: \(error)"
             }
             defer { attempt.wipe() }
-            do throws(GestureFormatError) {
-                try attempt.requireSize(width: template.width, height: template.height)
-            } catch {
-                // Drawn on another picture: refused, but matched first as if drawn on this
-                // one, so that the refusal costs a match as every other refusal does
-                // (`GestureDecoy`; otherwise the size would be a fast probe for who has a gesture).
-                var rescaled = attempt.rescaled(width: template.width, height: template.height)
-                defer { rescaled.wipe() }
-                _ = GestureMatcher.verify(template, rescaled)
-                return "gesture rejected: \(error)"
-            }
-            let result = GestureMatcher.verify(template, attempt)
-            if result.passed { return nil }
-            if naming, let detail = result.detail { return "gesture did not match (\(detail))" }
-            return "gesture did not match" + (result.failure.map { " (\($0))" } ?? "")
+            return gestureProblem(attempt, template, naming: naming)
         }
+    }
+
+    /// `gestureProblem(_:_:naming:)` of a reply already parsed.
+    static func gestureProblem(_ attempt: Gesture, _ template: GestureTemplate, naming: Bool = false) -> String? {
+        do throws(GestureFormatError) {
+            try attempt.requireSize(width: template.width, height: template.height)
+        } catch {
+            // Drawn on another picture: refused, but matched first as if drawn on this one, so
+            // that the refusal costs a match as every other refusal does (`GestureDecoy`;
+            // otherwise the size would be a fast probe for who has a gesture).
+            var rescaled = attempt.rescaled(width: template.width, height: template.height)
+            defer { rescaled.wipe() }
+            _ = GestureMatcher.verify(template, rescaled)
+            return "gesture rejected: \(error)"
+        }
+        let result = GestureMatcher.verify(template, attempt)
+        if result.passed { return nil }
+        if naming, let detail = result.detail { return "gesture did not match (\(detail))" }
+        return "gesture did not match" + (result.failure.map { " (\($0))" } ?? "")
     }
 
     /// What an open attempt comes to before it is counted, when the record and the counter
@@ -344,18 +349,17 @@ public struct Authenticator {
     /// against the reply; the result is thrown away. Nothing is done for a passcode reply.
     package func runDummyGestureMatch(_ secret: borrowing SecureBytes, key: borrowing SecureBytes) throws(StoreError) {
         guard secret.hasPrefix(GestureWire.prefix), let nobody = UserName("nobody") else { return }
-        let size = secret.withBytes { bytes -> (Int, Int) in
-            guard var parsed = try? GestureWire.parse(bytes) else { return (400, 300) }
-            defer { parsed.wipe() }
-            return (parsed.width, parsed.height)
-        }
-        guard let decoy = GestureDecoy.template(width: size.0, height: size.1)
+        // Parsed once, as the real path parses it once; a reply that does not parse costs the
+        // template's opening only, as it does there.
+        var parsed = secret.withBytes { bytes -> Gesture? in try? GestureWire.parse(bytes) }
+        defer { parsed?.wipe() }
+        guard let decoy = GestureDecoy.template(width: parsed?.width ?? 400, height: parsed?.height ?? 300)
                 ?? GestureDecoy.template(width: 400, height: 300) else { return }
         let account = Account(name: nobody, uid: UInt32.max)
         let sealed = try GestureSealing.seal(decoy, for: account, hostKey: key)
         let opened = try GestureSealing.open(sealed, for: account, hostKey: key, path: "-")
         defer { opened.wipeStorage() }
-        _ = Self.gestureProblem(secret, opened)
+        if let parsed { _ = Self.gestureProblem(parsed, opened) }
     }
 
     /// The host key for a dummy verification: the stored one if there is one, so the cost

@@ -22,13 +22,15 @@ struct GestureDecoyTests {
         #expect(GestureDecoy.template(width: 400, height: 100_001) == nil)
     }
 
-    @Test("a reply is matched against the decoy part by part, not refused for its size or parts")
-    func repliesAreMatchedInFull() {
-        let reply = GestureConsensusTests.base
-        let decoy = GestureDecoy.template(width: reply.width, height: reply.height)!
-        let result = GestureMatcher.verify(decoy, reply)
-        #expect(result.failure != .pictureSizeMismatch)
-        #expect(!result.passed, "an ordinary gesture is not the decoy")
+    @Test("the decoy is matched in full: its own parts drawn as a reply pass, an ordinary gesture does not")
+    func repliesAreMatchedInFull() throws {
+        // A pass needs every part evaluated; a decoy the matcher refused early (size, validity,
+        // complexity) could not pass its own drawing.
+        let decoy = try #require(GestureDecoy.template(width: 1000, height: 750))
+        #expect(GestureMatcher.verify(decoy, Gesture(width: 1000, height: 750, parts: decoy.parts)).passed)
+        let other = GestureMatcher.verify(decoy, GestureConsensusTests.base)
+        #expect(!other.passed, "an ordinary gesture is not the decoy")
+        #expect(other.failure != .pictureSizeMismatch)
     }
 
     @Test("a gesture rescaled to another picture keeps its shape and stays in the picture")

@@ -314,6 +314,22 @@ struct AuthenticatorTests {
         #expect(errorKind { () throws(StoreError) in _ = try authenticator.subject(for: "root") } == .wrongOwner)
     }
 
+    @Test("a gesture drawn on another picture size is refused even when its rescaled shape matches")
+    func anotherPictureSizeIsRefused() throws {
+        let wire = "puff-gesture:1:400x300:p 10,10 200,10 200,200;t 300,80"
+        let template = try GestureEnroller.build(from: try GestureWire.parse(Array(wire.utf8)),
+                                                 parameters: try PuffOptions().gestureParameters())
+        func problem(_ text: String) throws -> String? {
+            try Array(text.utf8).withUnsafeBytes { buffer throws(StoreError) -> String? in
+                Authenticator.gestureProblem(try SecureBytes(copying: buffer), template)
+            }
+        }
+        #expect(try problem(wire) == nil)
+        // The same drawing at twice the size: matched rescaled (for the time it costs), refused.
+        let doubled = "puff-gesture:1:800x600:p 20,20 400,20 400,400;t 600,160"
+        #expect(try problem(doubled) == "gesture rejected: pictureSizeMismatch")
+    }
+
     @Test("a gesture enrollment killed between its record and its picture is finished by the next login")
     func stagedPicture() throws {
         let scratch = try ScratchDirectory()
