@@ -200,29 +200,9 @@ struct HardeningTests {
         let watcher = fixture.root + "/watcher.py"
         try fixture.write(watcher, Self.lockWatcher, mode: 0o755)
         for moment in ["lock", "lock", "lock", "0", "1", "3", "10", "40"] {
-            let report = fixture.root + "/watcher-\(UInt32.random(in: 0...UInt32.max)).txt"
-            let go = report + ".go"
-            FileManager.default.createFile(atPath: report, contents: nil, attributes: [.posixPermissions: 0o666])
             let su = try Terminal(Self.suArguments(as: caller, to: target, pamFile: pamFile))
             defer { su.kill() }
-            // The watcher, as the caller: it may signal the su (real uid theirs), nothing root started.
-            let spy = try Child(["/usr/bin/setpriv", "--reuid=\(caller.uid)", "--regid=\(caller.gid)", "--init-groups", "--",
-                                 "/usr/bin/python3", watcher, String(su.pid), moment, go, report],
-                                stdin: .null, stdout: .same, stderr: .same).start()
-            // Killed only while not reaped: a reaped pid may already be another process's.
-            var spyReaped = false
-            defer { if !spyReaped { Glibc.kill(spy, SIGKILL); var raw: Int32 = 0; waitpid(spy, &raw, 0) } }
-            usleep(200_000)
-            #expect(su.answer(Self.wrong, whenOutputContains: "asscode"), "\(moment): no prompt: \(su.output)")
-            FileManager.default.createFile(atPath: go, contents: nil)
-            var raw: Int32 = 0
-            let deadline = Date().addingTimeInterval(20)
-            while Date() < deadline {
-                let waited = waitpid(spy, &raw, WNOHANG)
-                if waited == spy || waited < 0 { spyReaped = true; break }
-                usleep(1_000)
-            }
-            let seen = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+            let seen = try Self.watch(su, as: caller, moment: moment, watcher: watcher, in: fixture)
             #expect(seen.contains("stopped su"), "\(moment): \(seen)")
             // The victim's login as sshd runs it, while the su stays stopped.
             let started = Date()
@@ -235,6 +215,32 @@ struct HardeningTests {
             Glibc.kill(su.pid, SIGCONT)
             _ = su.wait(atMost: 30)
         }
+    }
+
+    /// The attack's one round: the caller's watcher (`lockWatcher`, as the caller: it may signal
+    /// the su, nothing root started) is started on `su` at `moment`, the wrong passcode answered,
+    /// the watcher told to go; returns its report once it ends (at most 20 s). The watcher is
+    /// killed only while not reaped: a reaped pid may already be another process's.
+    static func watch(_ su: Terminal, as caller: RealClientTests.ShellUser, moment: String, watcher: String,
+                      in fixture: Fixture, extra: [String] = []) throws -> String {
+        let report = fixture.root + "/watcher-\(UInt32.random(in: 0...UInt32.max)).txt"
+        let go = report + ".go"
+        FileManager.default.createFile(atPath: report, contents: nil, attributes: [.posixPermissions: 0o666])
+        let spy = try Child(["/usr/bin/setpriv", "--reuid=\(caller.uid)", "--regid=\(caller.gid)", "--init-groups", "--",
+                             "/usr/bin/python3", watcher, String(su.pid), moment, go, report] + extra,
+                            stdin: .null, stdout: .same, stderr: .same).start()
+        var reaped = false
+        defer { if !reaped { Glibc.kill(spy, SIGKILL); var raw: Int32 = 0; waitpid(spy, &raw, 0) } }
+        usleep(200_000)
+        #expect(su.answer(wrong, whenOutputContains: "asscode"), "\(moment): no prompt: \(su.output)")
+        FileManager.default.createFile(atPath: go, contents: nil)
+        var raw: Int32 = 0
+        let deadline = Date().addingTimeInterval(20)
+        while !reaped && Date() < deadline {
+            let waited = waitpid(spy, &raw, WNOHANG)
+            if waited == spy || waited < 0 { reaped = true } else { usleep(1_000) }
+        }
+        return (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
     }
 
     /// Issue 27 H1: the same attacker with a cgroup delegated to them (as systemd delegates
@@ -260,32 +266,13 @@ struct HardeningTests {
         for moment in ["lock", "lock", "lock", "0", "1", "3", "10", "40"] {
             let cgroups = try mounts.map { try DelegatedCgroup(mount: $0.point, unified: $0.unified, owner: caller) }
             defer { for cgroup in cgroups { cgroup.remove() } }
-            let report = fixture.root + "/watcher-\(UInt32.random(in: 0...UInt32.max)).txt"
-            let go = report + ".go"
-            FileManager.default.createFile(atPath: report, contents: nil, attributes: [.posixPermissions: 0o666])
             let su = try Terminal(Self.suArguments(as: caller, to: target, pamFile: pamFile))
             defer { for cgroup in cgroups { cgroup.thaw() }; su.kill() }
             for cgroup in cgroups { try cgroup.adopt(su.pid) }
             let suCgroups = (try? String(contentsOfFile: "/proc/\(su.pid)/cgroup", encoding: .utf8)) ?? ""
             #expect(cgroups.allSatisfy { suCgroups.contains($0.relative) }, "\(moment): the su is in \(suCgroups)")
-            let spy = try Child(["/usr/bin/setpriv", "--reuid=\(caller.uid)", "--regid=\(caller.gid)", "--init-groups", "--",
-                                 "/usr/bin/python3", watcher, String(su.pid), moment, go, report,
-                                 cgroups.map(\.freezeControl).joined(separator: ",")],
-                                stdin: .null, stdout: .same, stderr: .same).start()
-            // Killed only while not reaped: a reaped pid may already be another process's.
-            var spyReaped = false
-            defer { if !spyReaped { Glibc.kill(spy, SIGKILL); var raw: Int32 = 0; waitpid(spy, &raw, 0) } }
-            usleep(200_000)
-            #expect(su.answer(Self.wrong, whenOutputContains: "asscode"), "\(moment): no prompt: \(su.output)")
-            FileManager.default.createFile(atPath: go, contents: nil)
-            var raw: Int32 = 0
-            let deadline = Date().addingTimeInterval(20)
-            while Date() < deadline {
-                let waited = waitpid(spy, &raw, WNOHANG)
-                if waited == spy || waited < 0 { spyReaped = true; break }
-                usleep(1_000)
-            }
-            let seen = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+            let seen = try Self.watch(su, as: caller, moment: moment, watcher: watcher, in: fixture,
+                                      extra: [cgroups.map(\.freezeControl).joined(separator: ",")])
             // The user's freeze took: every control they wrote is frozen.
             #expect(seen.contains("froze the cgroup") && !seen.contains("Errno"), "\(moment): \(seen)")
             if seen.contains(" while pid ") {
