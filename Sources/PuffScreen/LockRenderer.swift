@@ -250,7 +250,11 @@ package final class LockRenderer {
             var y = layout.monitor.midY - 20 * ui * Double(scene.messages.count)
             for message in scene.messages {
                 let color = message.isError ? theme.error : theme.info
-                text(cr, message.text, x: layout.monitor.midX, y: y, size: 26, bold: true, color: color, align: 0.5)
+                // Shrunk to a tenth of the monitor's width short of its edges: a lock notice
+                // with the reply's verdict before it ran edge to edge on a 1024 px screen.
+                var size = 26.0
+                while size > 14 && textWidth(cr, message.text, size: size, bold: true) > layout.monitor.width * 0.9 { size -= 1 }
+                text(cr, message.text, x: layout.monitor.midX, y: y, size: size, bold: true, color: color, align: 0.5)
                 y += 44 * ui
             }
             text(cr, scene.hint, x: layout.monitor.midX, y: y + 16 * ui, size: 18, color: theme.hint, align: 0.5)
