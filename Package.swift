@@ -5,6 +5,8 @@
 //   PuffPlatform  syscalls, trusted files, locks, libsodium; the files store and the one attempt engine
 //   PuffFleet     fleet mode: the directory client, its counters, the offline cache (helper and CLI only)
 //   PuffPAM       the PAM boundary: C entry points, the conversation, one mapping to PAM codes
+//   PuffClient    the client kit: PAM transaction and conversation, the caller, the user's picture
+//                 decoded in a confined child, the terminal (puff-pad, puff-lock, puff-greeter, puff-enroll)
 //   puff-enroll   the command-line tool
 //   puff-check    the setuid helper through which unprivileged callers reach the store
 //   puff-pad      the terminal pad: gestures drawn on the picture, a PAM login
@@ -33,9 +35,6 @@ let package = Package(
                        providers: [.apt(["libpam0g-dev"])]),
         .systemLibrary(name: "CSodium", path: "Sources/CSodium",
                        providers: [.apt(["libsodium-dev"])]),
-        // stb_image (Debian's libstb), used by puff-pad to decode pictures (as root only in an
-        // unprivileged child); never in the module, the helper or puff-enroll.
-        .systemLibrary(name: "CStb", path: "Sources/CStb", providers: [.apt(["libstb-dev"])]),
         // libchafa (and the GLib it is built on) renders pictures as terminal text in puff-pad.
         .systemLibrary(name: "CChafa", path: "Sources/CChafa", pkgConfig: "chafa",
                        providers: [.apt(["libchafa-dev", "libglib2.0-dev"])]),
@@ -69,10 +68,14 @@ let package = Package(
         // offline cache. Only the helper and puff-enroll depend on it: the module cannot
         // import it, so it cannot link the directory client.
         .target(name: "PuffFleet", dependencies: ["PuffCore", "PuffPlatform", "CLDAP"]),
+        // The client kit shared by the programs people type into (never the module or the helper).
+        // CPuffClient holds the confined picture decoder's child, entered before main (decoder.c).
+        .target(name: "CPuffClient", path: "Sources/CPuffClient", linkerSettings: [.linkedLibrary("stb")]),
+        .target(name: "PuffClient", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CPuffClient"]),
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CModuleStart"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [
-            "PuffCore", "PuffPlatform", "PuffFleet",
+            "PuffCore", "PuffPlatform", "PuffFleet", "PuffClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The setuid-root helper for unprivileged callers (like pam_unix's unix_chkpwd): no
@@ -80,26 +83,26 @@ let package = Package(
         .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "PuffFleet", "CPAM", "CHelperStart"]),
         // The terminal pad: draws gestures on the picture and runs a PAM login; not setuid.
         .executableTarget(name: "puff-pad", dependencies: [
-            "PuffCore", "PuffPlatform", "CPAM", "CStb", "CChafa", "CPuffBuild",
+            "PuffCore", "PuffPlatform", "PuffClient", "CPAM", "CChafa", "CPuffBuild",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The lock screen: the covering windows, the grabs and the input, the layout and the
         // cairo drawing of the picture and the keypad, and the per-prompt screen (LockSession);
         // shared by puff-lock and the LightDM greeter, so both show the same thing.
-        .target(name: "PuffScreen", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CStb", "CLockX"]),
+        .target(name: "PuffScreen", dependencies: ["PuffCore", "PuffPlatform", "PuffClient", "CPAM", "CLockX"]),
         // The X11 screen locker: runs as the user, authenticates through PAM (so through
         // puff-check), draws with cairo.
         .executableTarget(name: "puff-lock", dependencies: [
-            "PuffCore", "PuffPlatform", "PuffScreen", "CPAM", "CStb", "CLockX",
+            "PuffCore", "PuffPlatform", "PuffClient", "PuffScreen", "CPAM", "CLockX",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        // liblightdm-gobject-1 for the LightDM greeter (and the seccomp filter of its picture decoder).
+        // liblightdm-gobject-1 for the LightDM greeter.
         .systemLibrary(name: "CLightDM", path: "Sources/CLightDM", pkgConfig: "liblightdm-gobject-1",
                        providers: [.apt(["liblightdm-gobject-dev"])]),
         // The LightDM greeter: runs as LightDM's account, draws with PuffScreen, answers the
         // daemon's PAM conversation; pictures decoded in a confined child.
         .executableTarget(name: "puff-greeter", dependencies: [
-            "PuffCore", "PuffPlatform", "PuffScreen", "CLockX", "CStb", "CLightDM",
+            "PuffCore", "PuffPlatform", "PuffClient", "PuffScreen", "CLockX", "CLightDM",
         ]),
         // Seeded randomness and trigonometry for the gesture simulations and tests (not for secrets).
         .target(name: "PuffSimulation"),
@@ -134,6 +137,7 @@ let package = Package(
                           path: "Sources/Fuzz/Authenticate"),
         .testTarget(name: "PuffCoreTests", dependencies: ["PuffCore", "PuffSimulation"]),
         .testTarget(name: "PuffPlatformTests", dependencies: ["PuffCore", "PuffPlatform"]),
+        .testTarget(name: "PuffClientTests", dependencies: ["PuffCore", "PuffPlatform", "PuffClient", "CPAM"]),
         .testTarget(name: "PuffIntegrationTests", dependencies: ["PuffCore", "PuffPlatform"]),
     ]
 )

@@ -21,22 +21,42 @@ public struct Account: Equatable, Sendable {
     public static func lookup(_ name: String) throws(StoreError) -> Account? {
         // A NUL would cut the C string short and look up another name.
         guard !name.utf8.contains(0) else { return nil }
-        return try fetch("getpwnam_r") { entry, buffer, size, result in getpwnam_r(name, &entry, buffer, size, &result) }
+        return try fetch("getpwnam_r", { entry, buffer, size, result in getpwnam_r(name, &entry, buffer, size, &result) },
+                         account)
     }
 
     /// Looks `uid` up with `getpwuid_r`; `nil` when the database has no such uid.
     public static func lookup(uid: UInt32) throws(StoreError) -> Account? {
-        let account = try fetch("getpwuid_r") { entry, buffer, size, result in getpwuid_r(uid, &entry, buffer, size, &result) }
-        guard account == nil || account?.uid == uid else {
-            throw .configuration("the account database returned another uid")
-        }
-        return account
+        try lookup(uid: uid, account)
     }
 
-    /// One `get*_r` call with a buffer that grows on ERANGE (up to 1 MiB).
-    private static func fetch(_ function: String,
-                              _ call: (inout passwd, UnsafeMutablePointer<CChar>, Int, inout UnsafeMutablePointer<passwd>?) -> Int32)
-        throws(StoreError) -> Account? {
+    /// Looks `uid` up with `getpwuid_r` and hands the entry to `make` while its strings are
+    /// valid (for the client kit's `Caller`, which also wants the group and the home); `nil`
+    /// when the database has no such uid.
+    public static func lookup<Entry>(uid: UInt32, _ make: (passwd) throws(StoreError) -> Entry)
+        throws(StoreError) -> Entry? {
+        try fetch("getpwuid_r", { entry, buffer, size, result in getpwuid_r(uid, &entry, buffer, size, &result) }) {
+            entry throws(StoreError) in
+            guard entry.pw_uid == uid else { throw .configuration("the account database returned another uid") }
+            return try make(entry)
+        }
+    }
+
+    /// The account of a database entry; its name must be a name Puff can use.
+    private static func account(_ entry: passwd) throws(StoreError) -> Account {
+        guard let rawName = entry.pw_name, let canonical = String(validatingCString: rawName),
+              let valid = UserName(canonical) else {
+            throw .configuration("the account database returned an unusable name")
+        }
+        return Account(name: valid, uid: entry.pw_uid)
+    }
+
+    /// One `get*_r` call with a buffer that grows on ERANGE (up to 1 MiB); `make` reads the
+    /// entry before the buffer its strings point into is gone.
+    private static func fetch<Entry>(_ function: String,
+                                     _ call: (inout passwd, UnsafeMutablePointer<CChar>, Int, inout UnsafeMutablePointer<passwd>?) -> Int32,
+                                     _ make: (passwd) throws(StoreError) -> Entry)
+        throws(StoreError) -> Entry? {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var size = 16 * 1024
@@ -51,11 +71,7 @@ public struct Account: Equatable, Sendable {
             }
             guard status == 0 else { throw .system(function, path: "passwd", Errno(status)) }
             guard let found = result?.pointee else { return nil }
-            guard let rawName = found.pw_name, let canonical = String(validatingCString: rawName),
-                  let valid = UserName(canonical) else {
-                throw .configuration("the account database returned an unusable name")
-            }
-            return Account(name: valid, uid: found.pw_uid)
+            return try make(found)
         }
     }
 }

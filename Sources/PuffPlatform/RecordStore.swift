@@ -24,7 +24,8 @@ public struct RecordStore {
     }
 
     static let usersDirectory = "users"
-    static let picturesDirectory = "pictures"
+    /// The world-readable directory of the users' pictures, under the store directory.
+    public static let picturesDirectory = "pictures"
 
     /// The path of `name`'s record, for log lines.
     public func recordPath(_ name: UserName) -> String { directory + "/" + Self.usersDirectory + "/" + name.value }

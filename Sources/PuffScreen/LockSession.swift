@@ -1,6 +1,7 @@
 import CLockX
 import CPAM
 import Glibc
+import PuffClient
 import PuffCore
 import PuffPlatform
 
@@ -14,7 +15,7 @@ import PuffPlatform
 /// Each prompt runs the event loop until the user submits (Enter or ✓); nothing is ever
 /// submitted by itself except a fixed-length passcode at its last digit. A drawn gesture and
 /// a typed passcode never coexist: starting one wipes the other.
-package final class LockSession {
+package final class LockSession: PAMConversation {
     package let display: LockDisplay
     package let user: String
     package let picture: LockPicture?
@@ -112,22 +113,22 @@ package final class LockSession {
 
     // MARK: The conversation
 
-    /// The `pam_conv` callback body: messages are kept for the screen (and written to stderr,
+    /// One message of the conversation (PAM's through `PAMTransaction` in puff-lock, LightDM's
+    /// relay of it in the greeter): messages are kept for the screen (and written to stderr,
     /// where a session log keeps them), prompts are answered on the screen.
-    package func converse(count: Int32, messages: UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
-                  responses: UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?) -> Int32 {
-        ConversationReplies.answer(count: count, messages: messages, responses: responses) { style, text in
-            switch style {
-            case PAM_TEXT_INFO, PAM_ERROR_MSG:
-                Report.warn(text)
-                show(message: text, isError: style == PAM_ERROR_MSG)
-                return .shown
-            case PAM_PROMPT_ECHO_OFF, PAM_PROMPT_ECHO_ON:
-                guard let secret = answer(text, echo: style == PAM_PROMPT_ECHO_ON) else { return .fail(PAM_CONV_ERR) }
-                return .secret(secret)
-            default:
-                return .fail(PAM_CONV_ERR)
-            }
+    package func respond(to message: PAMMessage) -> ConversationReplies.Answer {
+        switch message {
+        case .info(let text):
+            Report.warn(text)
+            show(message: text, isError: false)
+            return .shown
+        case .error(let text):
+            Report.warn(text)
+            show(message: text, isError: true)
+            return .shown
+        case .prompt(let text, let echo):
+            guard let secret = answer(text, echo: echo) else { return .fail(PAM_CONV_ERR) }
+            return .secret(secret)
         }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import PuffClient
 import PuffCore
 import PuffPlatform
 
@@ -125,14 +126,10 @@ enum Command {
 
     /// The name of the real uid (not $USER: the environment never decides whose record is used).
     static func callerName() throws -> String {
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 16 * 1024)
-        guard getpwuid_r(getuid(), &entry, &buffer, buffer.count, &result) == 0,
-              let found = result?.pointee, let name = found.pw_name, let text = String(validatingCString: name) else {
+        guard let caller = Caller.current() else {
             throw Failure(ExitCodes.unknown, "cannot find the calling user in the account database")
         }
-        return text
+        return caller.name.value
     }
 
     /// Writes a line to syslog (LOG_AUTHPRIV), for administrative actions.

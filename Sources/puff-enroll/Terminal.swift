@@ -1,4 +1,5 @@
 import Glibc
+import PuffClient
 import PuffPlatform
 
 /// Reading secrets from the terminal or stdin, and writing messages.
@@ -24,45 +25,33 @@ enum Terminal {
     }
 
     /// Reads one line from `/dev/tty` with echo and signals off (Ctrl-C and Ctrl-D cancel),
-    /// or from stdin when `fromStdin`. The bytes go straight into wiped memory.
+    /// or from stdin when `fromStdin` (the end of input ends the line there). The bytes go
+    /// straight into wiped memory (the client kit's `TerminalInput`).
     static func readSecret(prompt: String, fromStdin: Bool) throws -> Read {
-        if fromStdin { return try readLine(from: STDIN_FILENO, terminal: false) }
-        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard tty >= 0 else {
-            throw Failure(64, "no terminal to read the passcode from; use --stdin to read it from standard input")
+        let line: TerminalInput.Line
+        if fromStdin {
+            line = TerminalInput.readLine(from: STDIN_FILENO, capacity: maximumLine,
+                                          rules: .init(endOfInputEndsLine: true, controlBytesCancel: false))
+        } else {
+            guard let tty = TerminalInput.openTerminal() else {
+                throw Failure(64, "no terminal to read the passcode from; use --stdin to read it from standard input")
+            }
+            defer { close(tty) }
+            line = TerminalInput.readSecret(terminal: tty, prompt: prompt, capacity: maximumLine)
         }
-        defer { close(tty) }
-        var saved = termios()
-        guard tcgetattr(tty, &saved) == 0 else { throw Failure(64, "cannot configure the terminal") }
-        var quiet = saved
-        quiet.c_lflag &= ~tcflag_t(ECHO | ISIG)
-        quiet.c_lflag |= tcflag_t(ICANON)
-        _ = prompt.withCString { write(tty, $0, strlen($0)) }
-        guard tcsetattr(tty, TCSAFLUSH, &quiet) == 0 else { throw Failure(64, "cannot turn off echo") }
-        defer {
-            var restore = saved
-            _ = tcsetattr(tty, TCSAFLUSH, &restore)
-            _ = write(tty, "\n", 1)
+        switch line {
+        case .secret(let secret):
+            var copy = try SecureBytes(count: secret.count)
+            copy.withMutableBytes { target in secret.withUnsafeBytes { source in target.copyMemory(from: source) } }
+            return .secret(copy)
+        case .cancelled:
+            return .cancelled
+        case .tooLong:
+            throw Failure(ExitCodes.refused, "the passcode is too long")
+        case .noTerminalMode:
+            throw Failure(64, "cannot turn off echo")
+        case .readFailed:
+            throw Failure(ExitCodes.storeFailure, "cannot read the passcode")
         }
-        return try readLine(from: tty, terminal: true)
-    }
-
-    private static func readLine(from fd: Int32, terminal: Bool) throws -> Read {
-        var buffer = try SecureBytes(count: maximumLine)
-        var length = 0
-        var ended = false
-        while !ended {
-            guard length < maximumLine else { throw Failure(ExitCodes.refused, "the passcode is too long") }
-            var byte: UInt8 = 0
-            guard let got = try? withUnsafeMutableBytes(of: &byte, { buffer throws(Errno) in try FileDescriptor.read(fd, into: buffer) })
-            else { throw Failure(ExitCodes.storeFailure, "cannot read the passcode") }
-            if got == 0 || byte == UInt8(ascii: "\n") { ended = true; continue }
-            if terminal && (byte == 0x03 || byte == 0x04) { return .cancelled }
-            buffer.withMutableBytes { $0[length] = byte }
-            byte = 0
-            length += 1
-        }
-        if length > 0 && buffer.withBytes({ $0[length - 1] }) == UInt8(ascii: "\r") { length -= 1 }
-        return .secret(try buffer.prefix(length))
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import PuffClient
 import PuffCore
 import PuffPlatform
 import PuffScreen
@@ -7,7 +8,7 @@ import PuffScreen
 /// picture and keypad, or a text field for any other prompt), then the session.
 ///
 /// One loop reads LightDM's signals (`LightDMConnection.next()` runs GLib's main context)
-/// and hands each prompt to `LockSession.answer`, which runs the X event loop until the user
+/// and hands each prompt and message to `LockSession.respond(to:)` (the client kit's `PAMMessage` kinds), which runs the X event loop until the user
 /// submits — the way puff-lock answers PAM's conversation. After a failure the same user is
 /// asked again (the module's message on the next screen, counted by the module as anywhere
 /// else); Esc on an empty screen goes back to the user list.
@@ -47,9 +48,16 @@ final class GreeterFlow {
 
     /// The picture `name` enrolled, if any (the store's pictures/ are world-readable; a name
     /// that is not a valid user name is never made into a path).
+    /// Decoded in the client kit's confined child (`UserPicture`), never in the greeter.
     private func picture(for name: String) -> LockPicture? {
         guard let user = UserName(name) else { return nil }
-        return PictureDecoder.load(directory + "/pictures/" + user.value)
+        let path = UserPicture.path(directory: directory, user: user.value)
+        do {
+            return try LockPicture(path: path)
+        } catch {
+            Report.warn("\(error)")
+            return nil
+        }
     }
 
     /// Runs `name`'s conversation until LightDM authenticates them (true), or the user goes
@@ -73,10 +81,9 @@ final class GreeterFlow {
         while true {
             switch connection.next() {
             case .message(let text, let isError):
-                Report.warn(text)
-                session.show(message: text, isError: isError)
+                _ = session.respond(to: isError ? .error(text) : .info(text))
             case .prompt(let text, let secret):
-                guard let answer = session.answer(text, echo: !secret) else {
+                guard case .secret(let answer) = session.respond(to: .prompt(text, echo: !secret)) else {
                     connection.cancel()
                     return false
                 }

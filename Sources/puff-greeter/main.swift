@@ -14,7 +14,6 @@ import PuffScreen
 
 Report.program = "puff-greeter"
 let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments == [PictureDecoder.childArgument] { exit(PictureDecoder.runChild()) }
 
 var directory = "/etc/puff"
 var printLayout = false
@@ -51,7 +50,7 @@ guard puff_forbid_dumps() == 0 else {
     Report.warn("cannot disable core dumps")
     exit(1)
 }
-// A decoder that dies early must not take the greeter with it.
+// A peer that is gone must not take the greeter with it.
 signal(SIGPIPE, SIG_IGN)
 
 do {

@@ -2,6 +2,7 @@ import ArgumentParser
 import CLockX
 import CPAM
 import Glibc
+import PuffClient
 import PuffCore
 import PuffPlatform
 import PuffScreen
@@ -42,7 +43,7 @@ struct PuffLock: ParsableCommand {
         stdin, shows the template's points, tolerance squares, order and directions with a \
         replay of the drawings, and exits 0 when the user saves, 2 when they cancel (for \
         `puff-enroll gesture`). --draw and --show started as root continue as `nobody` once \
-        the display is open and the picture read.
+        the display is open and the picture decoded (always in a confined child).
         """,
         version: BuildInfo.version
     )
@@ -125,7 +126,7 @@ struct PuffLock: ParsableCommand {
             Report.warn("cannot disable core dumps: not locking")
             throw ExitCode(LockExit.cannotLock)
         }
-        guard let name = user ?? Self.callingUser() else {
+        guard let name = user ?? Caller.current()?.name.value else {
             Report.warn("cannot tell who you are; use --user")
             throw ExitCode(LockExit.cannotLock)
         }
@@ -216,7 +217,7 @@ struct PuffLock: ParsableCommand {
         _ = puff_cloexec_from(3)
         var picture: LockPicture?
         do {
-            picture = try LockPicture(path: dir + "/pictures/" + name)
+            picture = try LockPicture(path: UserPicture.path(directory: dir, user: name))
         } catch {
             // Users without a gesture have no picture; the passcode keypad is shown alone.
             picture = nil
@@ -226,16 +227,11 @@ struct PuffLock: ParsableCommand {
         session.theme = LockTheme.named(theme) ?? .dark
         session.backdrop = backdrop.map { Pixmap($0) }
         session.showsClock = true
-        var callbacks = pam_conv(conv: { count, messages, responses, data in
-            guard let data else { return PAM_CONV_ERR }
-            return Unmanaged<LockSession>.fromOpaque(data).takeUnretainedValue()
-                .converse(count: count, messages: messages, responses: responses)
-        }, appdata_ptr: Unmanaged.passUnretained(session).toOpaque())
-        var handle: OpaquePointer?
-        let started = pamConfdir.map { pam_start_confdir(service, name, &callbacks, $0, &handle) }
-            ?? pam_start(service, name, &callbacks, &handle)
-        guard started == PAM_SUCCESS, let handle else {
-            Report.warn("cannot start PAM service \(service) (\(started))")
+        let transaction: PAMTransaction
+        do {
+            transaction = try PAMTransaction(service: service, user: name, confdir: pamConfdir, conversation: session)
+        } catch {
+            Report.warn("\(error)")
             throw ExitCode(LockExit.cannotLock)
         }
         LockChannel.send(channel, .started)
@@ -245,18 +241,18 @@ struct PuffLock: ParsableCommand {
             // The modules' work before their first prompt (a helper, a directory) happens out
             // of the event loop, as the check of a submission does.
             display.busy(.pam)
-            let status = pam_authenticate(handle, 0)
+            let status = transaction.authenticate()
             if status == PAM_SUCCESS { break }
             if !session.answeredPrompt {
                 // Nothing was asked (a locked account, a broken service): wait for the user.
                 if status != PAM_AUTH_ERR {
-                    let text = String(validatingCString: pam_strerror(handle, status)) ?? "error \(status)"
+                    let text = transaction.describe(status)
                     Report.warn("pam_authenticate: \(text)")
                     session.note("Authentication is unavailable: \(text).")
                 }
                 session.acknowledge()
             } else if status != PAM_AUTH_ERR && status != PAM_MAXTRIES {
-                let text = String(validatingCString: pam_strerror(handle, status)) ?? "error \(status)"
+                let text = transaction.describe(status)
                 Report.warn("pam_authenticate: \(text)")
                 session.note("Authentication failed: \(text).")
             } else if session.messagesThisAttempt == 0 {
@@ -266,16 +262,17 @@ struct PuffLock: ParsableCommand {
         }
         // Like other lockers: refresh credentials (Kerberos tickets and the like); its result
         // does not keep the screen locked.
-        _ = pam_setcred(handle, Int32(PAM_REFRESH_CRED))
-        pam_end(handle, PAM_SUCCESS)
+        _ = transaction.setCredentials(Int32(PAM_REFRESH_CRED))
+        transaction.end(PAM_SUCCESS)
         // The parent unlocks on this and on the exit status 0 that follows, never on one alone.
         guard LockChannel.send(channel, .success) else { throw ExitCode(1) }
     }
 
     /// `--draw` and `--show`: an ordinary window on the picture. They run no PAM and read only
     /// the picture (and `--show` its stdin), so root may run them (puff-enroll for another
-    /// user); root continues as `nobody` once the display is open and the picture read, so
-    /// the image decoder and the event handling never run as root.
+    /// user); the picture is decoded in the client kit's confined child (as `nobody`), and
+    /// root continues as `nobody` once the display is open and the picture decoded, so the
+    /// event handling never runs as root either.
     private func window() throws {
         guard puff_forbid_dumps() == 0 else {
             Report.warn("cannot disable core dumps")
@@ -286,15 +283,15 @@ struct PuffLock: ParsableCommand {
         let loaded: LockPicture
         do {
             display = try LockDisplay(title: title)
-            let bytes = try LockPicture.read(path)
+            // Decoded in the kit's confined child (as nobody when this is root).
+            loaded = try LockPicture(path: path)
             if getuid() == 0 || geteuid() == 0 { try Self.dropRoot() }
-            loaded = try LockPicture(bytes: bytes, path: path)
         } catch {
             Report.warn("\(error)")
             throw ExitCode(LockExit.cannotLock)
         }
         if show { return try review(display: display, picture: loaded) }
-        let session = LockSession(display: display, user: Self.callingUser() ?? "", picture: loaded,
+        let session = LockSession(display: display, user: Caller.current()?.name.value ?? "", picture: loaded,
                                   printLayout: printLayout, title: title)
         display.show()
         guard let secret = session.drawGesture() else {
@@ -366,10 +363,5 @@ struct PuffLock: ParsableCommand {
               let field = String(validatingCString: gecos)?.split(separator: ",", omittingEmptySubsequences: false).first,
               !field.isEmpty, field != name else { return name }
         return "\(field) (\(name))"
-    }
-
-    static func callingUser() -> String? {
-        guard let entry = getpwuid(getuid()), let name = entry.pointee.pw_name else { return nil }
-        return String(validatingCString: name)
     }
 }

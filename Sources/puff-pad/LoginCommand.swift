@@ -1,6 +1,7 @@
 import ArgumentParser
 import CPAM
 import Glibc
+import PuffClient
 import PuffCore
 import PuffPlatform
 
@@ -39,36 +40,31 @@ struct LoginCommand: ParsableCommand {
     }
 
     func run() throws {
-        guard let name = user ?? Self.callingUser() else {
+        guard let name = user ?? Caller.current()?.name.value else {
             Report.warn("cannot tell who you are; use --user")
             throw ExitCode(PadExit.pamError)
         }
-        let picture = try? PadPicture(path: dir + "/pictures/" + name)
+        let picture = try? PadPicture(path: UserPicture.path(directory: dir, user: name))
         let conversation = LoginConversation(user: name, picture: picture)
         defer { conversation.finish() }
 
-        var handle: OpaquePointer?
-        var callbacks = pam_conv(conv: { count, messages, responses, data in
-            guard let data else { return PAM_CONV_ERR }
-            return Unmanaged<LoginConversation>.fromOpaque(data).takeUnretainedValue()
-                .converse(count: count, messages: messages, responses: responses)
-        }, appdata_ptr: Unmanaged.passUnretained(conversation).toOpaque())
-        let started = pamConfdir.map { pam_start_confdir(service, name, &callbacks, $0, &handle) }
-            ?? pam_start(service, name, &callbacks, &handle)
-        guard started == PAM_SUCCESS, let handle else {
-            Report.warn("cannot start PAM service \(service) (\(started))")
+        let transaction: PAMTransaction
+        do {
+            transaction = try PAMTransaction(service: service, user: name, confdir: pamConfdir, conversation: conversation)
+        } catch {
+            Report.warn("\(error)")
             throw ExitCode(PadExit.pamError)
         }
         var status = PAM_AUTH_ERR
         var attempt = 0
         while attempts == 0 || attempt < attempts {
             attempt += 1
-            status = pam_authenticate(handle, 0)
+            status = transaction.authenticate()
             // Only a refused answer is worth another try.
             if status != PAM_AUTH_ERR || conversation.stopped != nil { break }
         }
-        let text = String(cString: pam_strerror(handle, status))
-        pam_end(handle, status)
+        let text = transaction.describe(status)
+        transaction.end(status)
         conversation.finish()
         if case .terminated(let signal) = conversation.stopped { TerminalRestore.die(of: signal) }
         for message in conversation.transcript { Report.warn(message) }
@@ -84,15 +80,10 @@ struct LoginCommand: ParsableCommand {
         throw ExitCode(status == PAM_AUTH_ERR || status == PAM_MAXTRIES || status == PAM_USER_UNKNOWN
                        ? PadExit.authenticationFailed : PadExit.pamError)
     }
-
-    static func callingUser() -> String? {
-        guard let entry = getpwuid(getuid()), let name = entry.pointee.pw_name else { return nil }
-        return String(validatingCString: name)
-    }
 }
 
 /// The PAM conversation of `puff-pad login`: each prompt becomes a screen.
-final class LoginConversation {
+final class LoginConversation: PAMConversation {
     /// Why the user stopped answering.
     enum Stop {
         case cancelled
@@ -122,28 +113,24 @@ final class LoginConversation {
         session = nil
     }
 
-    /// The `pam_conv` callback body.
-    func converse(count: Int32, messages: UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
-                  responses: UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?) -> Int32 {
-        guard stopped == nil else { return PAM_CONV_ERR }
-        let code = ConversationReplies.answer(count: count, messages: messages, responses: responses) { style, text in
-            switch style {
-            case PAM_TEXT_INFO, PAM_ERROR_MSG:
-                transcript.append(text)
-                pending.append(text)
-                return .shown
-            case PAM_PROMPT_ECHO_OFF, PAM_PROMPT_ECHO_ON:
-                guard let secret = answer(text, echo: style == PAM_PROMPT_ECHO_ON) else { return .fail(PAM_CONV_ERR) }
-                return .secret(secret)
-            default:
-                return .fail(PAM_CONV_ERR)
-            }
+    /// One message of the conversation: messages are kept for the next screen, prompts
+    /// answered on the terminal.
+    func respond(to message: PAMMessage) -> ConversationReplies.Answer {
+        guard stopped == nil else { return .fail(PAM_CONV_ERR) }
+        switch message {
+        case .info(let text), .error(let text):
+            transcript.append(text)
+            pending.append(text)
+            return .shown
+        case .prompt(let text, let echo):
+            guard let secret = answer(text, echo: echo) else { return .fail(PAM_CONV_ERR) }
+            return .secret(secret)
         }
-        if code == PAM_SUCCESS, !pending.isEmpty, stopped == nil, let session {
-            // Messages after the last prompt (wrong, locked): shown until the next prompt.
-            showStatus(session)
-        }
-        return code
+    }
+
+    /// Messages after the last prompt (wrong, locked): shown until the next prompt.
+    func conversationAnswered() {
+        if !pending.isEmpty, stopped == nil, let session { showStatus(session) }
     }
 
     /// Gets the answer to one prompt; nil when cancelled.
@@ -266,40 +253,31 @@ final class LoginConversation {
 
     /// A line on the terminal with echo off (or on), for terminals without mouse support.
     private func plainAnswer(_ prompt: String, kind: PuffPrompt, echo: Bool) -> SecretBuffer? {
-        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard tty >= 0 else {
+        guard let tty = TerminalInput.openTerminal() else {
             transcript.append("there is no terminal to answer on")
             stopped = .cancelled
             return nil
         }
         defer { close(tty) }
-        var text = pending.map { $0 + "\n" }.joined()
+        let text = pending.map { $0 + "\n" }.joined()
         pending.removeAll()
         if case .gestureOnly = kind {
             transcript.append("only a gesture is accepted, and this terminal cannot draw it")
             stopped = .cancelled
             return nil
         }
-        text += prompt
-        _ = text.withCString { write(tty, $0, strlen($0)) }
-        var saved = termios()
-        _ = tcgetattr(tty, &saved)
-        var quiet = saved
-        if !echo { quiet.c_lflag &= ~tcflag_t(ECHO) }
-        quiet.c_lflag |= tcflag_t(ICANON)
-        _ = tcsetattr(tty, TCSAFLUSH, &quiet)
-        defer {
-            _ = tcsetattr(tty, TCSAFLUSH, &saved)
-            if !echo { _ = write(tty, "\n", 1) }
+        switch TerminalInput.readSecret(terminal: tty, prompt: text + prompt, echo: echo, capacity: 4096) {
+        case .secret(let secret):
+            return secret
+        case .cancelled, .readFailed:
+            stopped = .cancelled
+        case .tooLong:
+            transcript.append("the answer is too long")
+            stopped = .cancelled
+        case .noTerminalMode:
+            transcript.append("the terminal cannot be set up for typing the answer")
+            stopped = .cancelled
         }
-        let secret = SecretBuffer(capacity: 4096)
-        while true {
-            var byte: UInt8 = 0
-            let got = (try? withUnsafeMutableBytes(of: &byte) { buffer throws(Errno) in try FileDescriptor.read(tty, into: buffer) }) ?? -1
-            if got <= 0 { stopped = .cancelled; return nil }
-            if byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") { break }
-            guard secret.append(byte) else { break }
-        }
-        return secret
+        return nil
     }
 }

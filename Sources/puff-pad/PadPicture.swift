@@ -1,112 +1,23 @@
 import CChafa
-import CStb
 import Glibc
+import PuffClient
 import PuffPlatform
 
-/// A picture decoded to RGBA pixels with stb_image (PNG and JPEG), ready to be rendered as
-/// terminal text with libchafa. The pixels are malloc'ed (by stb_image or by the reader of the
-/// unprivileged decoder); `stbi_image_free` is `free`.
+/// The user's picture, decoded by the client kit's confined decoder (`UserPicture`), rendered
+/// as terminal text with libchafa.
 final class PadPicture {
     /// Why a picture cannot be shown.
-    struct LoadError: Error, CustomStringConvertible {
-        let description: String
-    }
+    typealias LoadError = UserPicture.LoadError
 
-    /// Largest decoded picture: 64 megapixels (256 MiB of RGBA).
-    static let maximumPixels = 64 << 20
+    private let picture: UserPicture
+    var width: Int { picture.width }
+    var height: Int { picture.height }
 
-    let width: Int
-    let height: Int
-    private let pixels: UnsafeMutablePointer<UInt8>
-
-    /// Reads and decodes `path`. As root (`puff-pad login` for another user, whose picture
-    /// came from that user), stb_image runs only in a child that has become `nobody`
-    /// (`decodeUnprivileged`): a flaw in the decoder cannot run code as root.
+    /// Reads `path` and decodes it in the kit's confined child (never in this process, which
+    /// may be root: `puff-pad login` for another user, whose picture came from that user).
     init(path: String) throws(LoadError) {
-        let bytes: [UInt8]
-        do {
-            bytes = try PictureFile.read(path)
-        } catch {
-            throw LoadError(description: error.description)
-        }
-        guard bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) || bytes.starts(with: [0xFF, 0xD8, 0xFF]) else {
-            throw LoadError(description: "\(path) is not a PNG or JPEG picture")
-        }
-        if geteuid() == 0 || getuid() == 0 {
-            (width, height, pixels) = try Self.decodeUnprivileged(bytes, path: path)
-            return
-        }
-        guard let decoded = Self.decode(bytes) else { throw LoadError(description: "\(path): the picture cannot be decoded") }
-        (width, height, pixels) = decoded
+        picture = try UserPicture(path: path)
     }
-
-    /// stb_image on `bytes`, within the size limits; the pixels are RGBA and malloc'ed.
-    private static func decode(_ bytes: [UInt8]) -> (Int, Int, UnsafeMutablePointer<UInt8>)? {
-        guard let length = Int32(exactly: bytes.count) else { return nil }
-        var w: Int32 = 0, h: Int32 = 0, components: Int32 = 0
-        let known = bytes.withUnsafeBufferPointer { stbi_info_from_memory($0.baseAddress, length, &w, &h, &components) }
-        guard known == 1, Self.acceptable(Int(w), Int(h)) else { return nil }
-        let decoded = bytes.withUnsafeBufferPointer { stbi_load_from_memory($0.baseAddress, length, &w, &h, &components, 4) }
-        guard let decoded, Self.acceptable(Int(w), Int(h)) else { return nil }
-        return (Int(w), Int(h), decoded)
-    }
-
-    private static func acceptable(_ w: Int, _ h: Int) -> Bool {
-        w > 0 && h > 0 && w <= 100_000 && h <= 100_000 && w * h <= maximumPixels
-    }
-
-    /// The unprivileged user the decoder runs as.
-    static let nobody: UInt32 = 65534
-
-    /// Decodes in a forked child that drops every group and becomes `nobody` first, and reads
-    /// back its answer as untrusted data: width and height (checked again), then exactly
-    /// width × height × 4 bytes, then a clean exit.
-    private static func decodeUnprivileged(_ bytes: [UInt8], path: String) throws(LoadError)
-        -> (Int, Int, UnsafeMutablePointer<UInt8>) {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw LoadError(description: "\(path): cannot start the decoder") }
-        let child = fork()
-        if child == 0 {
-            close(ends[0])
-            guard setgroups(0, nil) == 0, setgid(nobody) == 0, setuid(nobody) == 0, setuid(0) != 0 else { _exit(2) }
-            guard let (w, h, pixels) = decode(bytes) else { _exit(1) }
-            var header = [Int32(w), Int32(h)]
-            let sent = header.withUnsafeMutableBytes { writeAll(ends[1], UnsafeRawBufferPointer($0)) }
-                && writeAll(ends[1], UnsafeRawBufferPointer(start: pixels, count: w * h * 4))
-            _exit(sent ? 0 : 3)
-        }
-        close(ends[1])
-        defer { close(ends[0]) }
-        guard child > 0 else { throw LoadError(description: "\(path): cannot start the decoder") }
-        var header: [Int32] = [0, 0]
-        let got = header.withUnsafeMutableBytes { readAll(ends[0], $0) }
-        let w = Int(header[0]), h = Int(header[1])
-        var pixels: UnsafeMutablePointer<UInt8>?
-        if got, acceptable(w, h), let buffer = malloc(w * h * 4)?.assumingMemoryBound(to: UInt8.self) {
-            if readAll(ends[0], UnsafeMutableRawBufferPointer(start: buffer, count: w * h * 4)) {
-                pixels = buffer
-            } else {
-                free(buffer)
-            }
-        }
-        let status = (try? ChildProcess.wait(child)) ?? -1
-        guard let pixels else { throw LoadError(description: "\(path): the picture cannot be decoded") }
-        guard status == 0 else {
-            free(pixels)
-            throw LoadError(description: "\(path): the picture cannot be decoded")
-        }
-        return (w, h, pixels)
-    }
-
-    private static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Bool {
-        (try? FileDescriptor.writeAll(fd, buffer)) != nil
-    }
-
-    private static func readAll(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Bool {
-        (try? FileDescriptor.read(fd, into: buffer)) == buffer.count
-    }
-
-    deinit { stbi_image_free(pixels) }
 
     /// The largest size in cells that fits in `columns` × `rows` with the picture's aspect
     /// ratio, given a cell's width/height ratio (0.5 for the usual terminal font).
@@ -155,8 +66,10 @@ final class PadPicture {
         }
         guard let canvas = chafa_canvas_new(config) else { return [] }
         defer { chafa_canvas_unref(canvas) }
-        chafa_canvas_draw_all_pixels(canvas, CHAFA_PIXEL_RGBA8_UNASSOCIATED, pixels,
-                                     Int32(width), Int32(height), Int32(width * 4))
+        picture.withRGBA { pixels in
+            chafa_canvas_draw_all_pixels(canvas, CHAFA_PIXEL_RGBA8_UNASSOCIATED, pixels.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                         Int32(width), Int32(height), Int32(width * 4))
+        }
         let database = chafa_term_db_get_default()
         let info = chafa_term_db_get_fallback_info(database)
         defer { if let info { chafa_term_info_unref(info) } }

@@ -1,4 +1,5 @@
 import Glibc
+import PuffClient
 
 /// The controlling terminal in full-screen mode: raw input, the alternate screen, xterm mouse
 /// reporting, and a guaranteed restore on every way out.
@@ -39,10 +40,8 @@ final class TerminalSession {
     /// unless `requireMouse` is false.
     init(requireMouse: Bool = true) throws(Unavailable) {
         let term = getenv("TERM").flatMap { String(validatingCString: $0) } ?? ""
-        let descriptor = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .noTerminal }
-        var probe = termios()
-        guard tcgetattr(descriptor, &probe) == 0 else {
+        guard let descriptor = TerminalInput.openTerminal() else { throw .noTerminal }
+        guard TerminalInput.mode(of: descriptor) != nil else {
             close(descriptor)
             throw .noTerminal
         }
@@ -68,17 +67,7 @@ final class TerminalSession {
     func enter() {
         guard !isActive else { return }
         TerminalRestore.install(fd: fd)
-        var raw = TerminalRestore.saved
-        raw.c_iflag &= ~tcflag_t(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON)
-        raw.c_oflag &= ~tcflag_t(OPOST)
-        raw.c_lflag &= ~tcflag_t(ECHO | ECHONL | ICANON | ISIG | IEXTEN)
-        raw.c_cflag &= ~tcflag_t(CSIZE | PARENB)
-        raw.c_cflag |= tcflag_t(CS8)
-        withUnsafeMutableBytes(of: &raw.c_cc) { cc in
-            cc[Int(VMIN)] = 1
-            cc[Int(VTIME)] = 0
-        }
-        _ = tcsetattr(fd, TCSAFLUSH, &raw)
+        TerminalInput.setMode(of: fd, to: TerminalInput.rawMode(from: TerminalRestore.saved))
         TerminalRestore.isRaw = 1
         write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[?2004l\u{1B}[?1000h\u{1B}[?1002h\u{1B}[?1006h\u{1B}[2J")
         // Pixel-precise reports (SGR-Pixels, mode 1016) where the terminal has them: ask
@@ -226,7 +215,7 @@ enum TerminalRestore {
         guard !installed else { return }
         installed = true
         fd = descriptor
-        _ = tcgetattr(descriptor, &saved)
+        if let mode = TerminalInput.mode(of: descriptor) { saved = mode }
         var ends: [Int32] = [-1, -1]
         if pipe(&ends) == 0 {
             for end in ends {
