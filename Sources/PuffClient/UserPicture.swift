@@ -93,7 +93,8 @@ public final class UserPicture {
             close(toChild); close(childInput)
             return nil
         }
-        let started = spawn(decoder, input: childInput, output: childOutput)
+        let started = try? ChildProcess.spawn(decoder, arguments: [decoder, PUFF_DECODER_ARGUMENT],
+                                              input: childInput, output: childOutput)
         close(childInput)
         close(childOutput)
         guard let child = started else {
@@ -135,35 +136,5 @@ public final class UserPicture {
             return nil
         }
         return (width, height, pixels)
-    }
-
-    /// `posix_spawn(3)` of `program` with the decoder argument, an empty environment, `input`
-    /// and `output` as its standard input and output, /dev/null as its standard error, every
-    /// signal at its default and none blocked; its pid, or nil.
-    private static func spawn(_ program: String, input: Int32, output: Int32) -> pid_t? {
-        var actions = posix_spawn_file_actions_t()
-        guard posix_spawn_file_actions_init(&actions) == 0 else { return nil }
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        var attributes = posix_spawnattr_t()
-        guard posix_spawnattr_init(&attributes) == 0 else { return nil }
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        guard posix_spawn_file_actions_adddup2(&actions, input, 0) == 0,
-              posix_spawn_file_actions_adddup2(&actions, output, 1) == 0,
-              posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) == 0,
-              posix_spawnattr_setsigmask(&attributes, &none) == 0,
-              posix_spawnattr_setsigdefault(&attributes, &all) == 0,
-              posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) == 0
-        else { return nil }
-        let arguments: [UnsafeMutablePointer<CChar>?] = [program, PUFF_DECODER_ARGUMENT].map { $0.withCString { strdup($0) } }
-        defer { arguments.forEach { free($0) } }
-        guard !arguments.contains(nil) else { return nil }
-        var argv = arguments + [nil]
-        var environment: [UnsafeMutablePointer<CChar>?] = [nil]
-        var child: pid_t = 0
-        guard posix_spawn(&child, program, &actions, &attributes, &argv, &environment) == 0 else { return nil }
-        return child
     }
 }

@@ -288,6 +288,40 @@ public enum ChildProcess {
         return status
     }
 
+    /// `posix_spawn(3)` of `path` with `arguments` (the first is the child's name), an empty
+    /// environment, `input` and `output` as its standard input and output, /dev/null as its
+    /// standard error, every signal at its default and none blocked; the child's pid.
+    public static func spawn(_ path: String, arguments: [String], input: Int32, output: Int32) throws(Errno) -> pid_t {
+        // The posix_spawn family returns its error number rather than setting errno.
+        var actions = posix_spawn_file_actions_t()
+        let madeActions = posix_spawn_file_actions_init(&actions)
+        guard madeActions == 0 else { throw Errno(madeActions) }
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        var attributes = posix_spawnattr_t()
+        let madeAttributes = posix_spawnattr_init(&attributes)
+        guard madeAttributes == 0 else { throw Errno(madeAttributes) }
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t(), defaults = sigset_t()
+        sigemptyset(&empty)
+        sigfillset(&defaults)
+        guard posix_spawn_file_actions_adddup2(&actions, input, 0) == 0,
+              posix_spawn_file_actions_adddup2(&actions, output, 1) == 0,
+              posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) == 0,
+              posix_spawnattr_setsigmask(&attributes, &empty) == 0,
+              posix_spawnattr_setsigdefault(&attributes, &defaults) == 0,
+              posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) == 0
+        else { throw Errno(EINVAL) }
+        let copies = arguments.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        guard !copies.contains(nil) else { throw Errno(ENOMEM) }
+        var argv = copies + [nil]
+        var environment: [UnsafeMutablePointer<CChar>?] = [nil]
+        var child: pid_t = 0
+        let result = posix_spawn(&child, path, &actions, &attributes, &argv, &environment)
+        guard result == 0 else { throw Errno(result) }
+        return child
+    }
+
     /// `socketpair(2)` of Unix stream sockets with `SOCK_CLOEXEC`.
     public static func socketPair() throws(Errno) -> (Int32, Int32) {
         var ends: [Int32] = [-1, -1]

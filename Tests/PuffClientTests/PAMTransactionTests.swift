@@ -31,9 +31,15 @@ import Testing
             directory = NSTemporaryDirectory() + "puff-client-pam-\(getpid())-\(UUID().uuidString)"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
             let check = directory + "/check"
-            // pam_exec hands the token on stdin, NUL-terminated.
-            try "#!/bin/sh\ntoken=$(tr -d '\\000')\n[ \"$token\" = sesame ]\n".write(toFile: check, atomically: true, encoding: .utf8)
-            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: check)
+            // pam_exec hands the token on stdin, NUL-terminated. Written by a separate shell:
+            // a descriptor of ours open for writing could leak into a child another test forks
+            // at that moment, and pam_exec's exec of the script would fail with ETXTBSY.
+            let writer = Process()
+            writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+            writer.arguments = ["-c", "printf '%s' \"$2\" > \"$1\" && chmod 755 \"$1\"", "sh", check,
+                                "#!/bin/sh\ntoken=$(tr -d '\\000')\n[ \"$token\" = sesame ]\n"]
+            try writer.run()
+            writer.waitUntilExit()
             try """
                 auth requisite pam_echo.so Hello %u
                 auth [success=1 default=ignore] pam_exec.so expose_authtok quiet \(check)

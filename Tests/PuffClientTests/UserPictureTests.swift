@@ -22,6 +22,19 @@ import Testing
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: file)
             return file
         }
+        /// An executable script written by a separate shell: a file this process held open
+        /// for writing could leak into a child another test forks at that moment, and
+        /// executing it would then fail with ETXTBSY.
+        func script(_ name: String, _ text: String) throws -> String {
+            let file = path + "/" + name
+            let writer = Process()
+            writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+            writer.arguments = ["-c", "printf '%s' \"$2\" > \"$1\" && chmod 755 \"$1\"", "sh", file, text]
+            try writer.run()
+            writer.waitUntilExit()
+            guard writer.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+            return file
+        }
         deinit { try? FileManager.default.removeItem(atPath: path) }
     }
 
@@ -79,7 +92,7 @@ import Testing
     /// A false decoder (a shell script) that answers what `answer` prints and exits as it says.
     func answer(_ script: String) throws -> Result<(Int, Int), UserPicture.LoadError> {
         let scratch = try Scratch()
-        let decoder = try scratch.file("decoder", Array("#!/bin/sh\ncat >/dev/null\n\(script)\n".utf8), mode: 0o755)
+        let decoder = try scratch.script("decoder", "#!/bin/sh\ncat >/dev/null\n\(script)\n")
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: Self.fixture)))
         do {
             let picture = try UserPicture(bytes: bytes, path: "fixture", decoder: decoder)

@@ -457,7 +457,7 @@ struct GreeterTests {
         #expect(marker == user + "\n", "greeter: \(seat.log)\ndaemon: \(seat.daemonLog.suffix(3000))")
     }
 
-    /// The picture decoder child (`puff-greeter --decode-picture`): the size and RGBA pixels of
+    /// The picture decoder child (`puff-greeter --puff-decode-picture`, the client kit's decoder): the size and RGBA pixels of
     /// a good picture, nothing for a broken one, and confined by seccomp (mode 2, a filter)
     /// while it writes: the test reads nothing until /proc shows the filter, so the child
     /// waits on its full pipe with the filter on.
@@ -467,7 +467,7 @@ struct GreeterTests {
         #expect(pipe(&output) == 0)
         let input = open(GestureLoginTests.picture, O_RDONLY | O_CLOEXEC)
         #expect(input >= 0)
-        let pid = try Child([Self.greeterBinary, "--decode-picture"], stdin: .descriptor(input),
+        let pid = try Child([Self.greeterBinary, "--puff-decode-picture"], stdin: .descriptor(input),
                             stdout: .descriptor(output[1])).start()
         close(input)
         close(output[1])
@@ -499,7 +499,7 @@ struct GreeterTests {
             defer { unlink(path) }
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             let out = open("/dev/null", O_WRONLY | O_CLOEXEC)
-            let child = try Child([Self.greeterBinary, "--decode-picture"], stdin: .descriptor(fd), stdout: .descriptor(out)).start()
+            let child = try Child([Self.greeterBinary, "--puff-decode-picture"], stdin: .descriptor(fd), stdout: .descriptor(out)).start()
             close(fd)
             close(out)
             #expect(try Child.wait(child) == 1)
