@@ -5,8 +5,9 @@
 //   PuffPlatform  syscalls, trusted files, locks, libsodium; the files store and the one attempt engine
 //   PuffFleet     fleet mode: the directory client, its counters, the offline cache (helper and CLI only)
 //   PuffPAM       the PAM boundary: C entry points, the conversation, one mapping to PAM codes
-//   PuffClient    the client kit: PAM transaction and conversation, the caller, the user's picture
-//                 decoded in a confined child, the terminal (puff-pad, puff-lock, puff-greeter, puff-enroll)
+//   PuffClient    the client kit: PAM transaction and conversation, the caller, the terminal
+//                 (puff-pad, puff-lock, puff-greeter, puff-enroll), and PuffClientPicture: the user's
+//                 picture decoded in a confined child (not in puff-enroll, which decodes nothing)
 //   puff-enroll   the command-line tool
 //   puff-check    the setuid helper through which unprivileged callers reach the store
 //   puff-pad      the terminal pad: gestures drawn on the picture, a PAM login
@@ -69,9 +70,11 @@ let package = Package(
         // import it, so it cannot link the directory client.
         .target(name: "PuffFleet", dependencies: ["PuffCore", "PuffPlatform", "CLDAP"]),
         // The client kit shared by the programs people type into (never the module or the helper).
-        // CPuffClient holds the confined picture decoder's child, entered before main (decoder.c).
-        .target(name: "CPuffClient", path: "Sources/CPuffClient", linkerSettings: [.linkedLibrary("stb")]),
-        .target(name: "PuffClient", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CPuffClient"]),
+        .target(name: "PuffClient", dependencies: ["PuffCore", "PuffPlatform", "CPAM"]),
+        // Its picture half: the one decoder, stb_image (Debian's libstb) only in a confined child
+        // entered before main (CPictureDecoder/decoder.c); puff-enroll decodes nothing and links neither.
+        .target(name: "CPictureDecoder", path: "Sources/CPictureDecoder", linkerSettings: [.linkedLibrary("stb")]),
+        .target(name: "PuffClientPicture", dependencies: ["PuffPlatform", "CPictureDecoder"]),
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CModuleStart"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [
@@ -83,17 +86,17 @@ let package = Package(
         .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "PuffFleet", "CPAM", "CHelperStart"]),
         // The terminal pad: draws gestures on the picture and runs a PAM login; not setuid.
         .executableTarget(name: "puff-pad", dependencies: [
-            "PuffCore", "PuffPlatform", "PuffClient", "CPAM", "CChafa", "CPuffBuild",
+            "PuffCore", "PuffPlatform", "PuffClient", "PuffClientPicture", "CPAM", "CChafa", "CPuffBuild",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The lock screen: the covering windows, the grabs and the input, the layout and the
         // cairo drawing of the picture and the keypad, and the per-prompt screen (LockSession);
         // shared by puff-lock and the LightDM greeter, so both show the same thing.
-        .target(name: "PuffScreen", dependencies: ["PuffCore", "PuffPlatform", "PuffClient", "CPAM", "CLockX"]),
+        .target(name: "PuffScreen", dependencies: ["PuffCore", "PuffPlatform", "PuffClient", "PuffClientPicture", "CPAM", "CLockX"]),
         // The X11 screen locker: runs as the user, authenticates through PAM (so through
         // puff-check), draws with cairo.
         .executableTarget(name: "puff-lock", dependencies: [
-            "PuffCore", "PuffPlatform", "PuffClient", "PuffScreen", "CPAM", "CLockX",
+            "PuffCore", "PuffPlatform", "PuffClient", "PuffClientPicture", "PuffScreen", "CPAM", "CLockX",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // liblightdm-gobject-1 for the LightDM greeter.
@@ -102,7 +105,7 @@ let package = Package(
         // The LightDM greeter: runs as LightDM's account, draws with PuffScreen, answers the
         // daemon's PAM conversation; pictures decoded in a confined child.
         .executableTarget(name: "puff-greeter", dependencies: [
-            "PuffCore", "PuffPlatform", "PuffClient", "PuffScreen", "CLockX", "CLightDM",
+            "PuffCore", "PuffPlatform", "PuffClient", "PuffClientPicture", "PuffScreen", "CLockX", "CLightDM",
         ]),
         // Seeded randomness and trigonometry for the gesture simulations and tests (not for secrets).
         .target(name: "PuffSimulation"),
@@ -137,7 +140,7 @@ let package = Package(
                           path: "Sources/Fuzz/Authenticate"),
         .testTarget(name: "PuffCoreTests", dependencies: ["PuffCore", "PuffSimulation"]),
         .testTarget(name: "PuffPlatformTests", dependencies: ["PuffCore", "PuffPlatform"]),
-        .testTarget(name: "PuffClientTests", dependencies: ["PuffCore", "PuffPlatform", "PuffClient", "CPAM"]),
+        .testTarget(name: "PuffClientTests", dependencies: ["PuffCore", "PuffPlatform", "PuffClient", "PuffClientPicture", "CPAM"]),
         .testTarget(name: "PuffIntegrationTests", dependencies: ["PuffCore", "PuffPlatform"]),
     ]
 )

@@ -1,6 +1,6 @@
 import CLockX
 import Glibc
-import PuffClient
+import PuffClientPicture
 import PuffPlatform
 
 /// The user's picture as a cairo image surface. The file is decoded by the client kit's

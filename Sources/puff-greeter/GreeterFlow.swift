@@ -1,5 +1,6 @@
 import Glibc
 import PuffClient
+import PuffClientPicture
 import PuffCore
 import PuffPlatform
 import PuffScreen

@@ -3,6 +3,7 @@ import CLockX
 import CPAM
 import Glibc
 import PuffClient
+import PuffClientPicture
 import PuffCore
 import PuffPlatform
 import PuffScreen

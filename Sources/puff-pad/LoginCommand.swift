@@ -2,6 +2,7 @@ import ArgumentParser
 import CPAM
 import Glibc
 import PuffClient
+import PuffClientPicture
 import PuffCore
 import PuffPlatform
 

@@ -1,6 +1,6 @@
 import CChafa
 import Glibc
-import PuffClient
+import PuffClientPicture
 import PuffPlatform
 
 /// The user's picture, decoded by the client kit's confined decoder (`UserPicture`), rendered

@@ -1,5 +1,5 @@
 import Foundation
-import PuffClient
+import PuffClientPicture
 import Testing
 
 /// The kit's one picture decoder: stb_image only in a confined child (this test binary links

@@ -1,4 +1,4 @@
-/* The confined picture decoder child (see include/puff_client.h).
+/* The confined picture decoder child (see include/puff_picture_decoder.h).
  *
  * Pictures are chosen by their users, and the programs that show them (puff-lock, puff-pad,
  * the greeter) are the ones people type their passcodes into, sometimes as root. So stb_image
@@ -11,7 +11,7 @@
  * Swift runtime and the program's argument parser run, so no program can forget the entry, none
  * parses an argument first, and the code that runs confined is this file and stb_image only. */
 #define _GNU_SOURCE
-#include "puff_client.h"
+#include "puff_picture_decoder.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -51,7 +51,8 @@ static int puff_decoder_unprivileged(void) {
     if (nobody == NULL || nobody->pw_uid == 0 || nobody->pw_gid == 0) return -1;
     uid_t uid = nobody->pw_uid;
     gid_t gid = nobody->pw_gid;
-    if (setgroups(0, NULL) != 0 || setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0) return -1;
+    /* As root, setgid and setuid set the real, effective and saved ids alike. */
+    if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0) return -1;
     if (setuid(0) == 0 || getuid() != uid || geteuid() != uid || getgid() != gid || getegid() != gid) return -1;
     return 0;
 }

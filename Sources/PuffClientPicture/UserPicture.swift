@@ -1,4 +1,4 @@
-import CPuffClient
+import CPictureDecoder
 import Glibc
 import PuffPlatform
 
@@ -11,7 +11,7 @@ import PuffPlatform
 /// `PictureFile.maximumSize`), and a fresh copy of the running program (`/proc/self/exe`, an
 /// empty environment, standard error on /dev/null) started with the one argument
 /// `PUFF_DECODER_ARGUMENT` decodes it. That child is entered by a constructor before `main`
-/// (Sources/CPuffClient/decoder.c), so every program that links the kit has it and none can
+/// (Sources/CPictureDecoder/decoder.c), so every program that links the kit has it and none can
 /// parse an argument first. The child closes every other descriptor, caps its memory and CPU
 /// time, gives up root for `nobody`, and confines itself with seccomp to read, write, memory
 /// and exit before decoding. Its answer is untrusted: the size must be within the limits, the

@@ -1,6 +1,6 @@
-#ifndef PUFF_CLIENT_H
-#define PUFF_CLIENT_H
-/* The confined picture decoder of the client kit (Sources/PuffClient/UserPicture.swift).
+#ifndef PUFF_PICTURE_DECODER_H
+#define PUFF_PICTURE_DECODER_H
+/* The confined picture decoder of the client kit (Sources/PuffClientPicture/UserPicture.swift).
  *
  * A program linked with the kit and started as `PROGRAM --puff-decode-picture` (exactly that one
  * argument) never reaches its main: a constructor in decoder.c turns it into the decoder child,
