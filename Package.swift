@@ -140,7 +140,7 @@ let package = Package(
                           path: "Sources/Fuzz/Authenticate"),
         .testTarget(name: "PuffCoreTests", dependencies: ["PuffCore", "PuffSimulation"]),
         .testTarget(name: "PuffPlatformTests", dependencies: ["PuffCore", "PuffPlatform"]),
-        .testTarget(name: "PuffClientTests", dependencies: ["PuffCore", "PuffPlatform", "PuffClient", "PuffClientPicture", "CPAM"]),
+        .testTarget(name: "PuffClientTests", dependencies: ["PuffCore", "PuffPlatform", "PuffClient", "PuffClientPicture", "CPictureDecoder", "CPAM"]),
         .testTarget(name: "PuffIntegrationTests", dependencies: ["PuffCore", "PuffPlatform"]),
     ]
 )

@@ -1,5 +1,7 @@
 import Foundation
+import CPictureDecoder
 import PuffClientPicture
+import PuffPlatform
 import Testing
 
 /// The kit's one picture decoder: stb_image only in a confined child (this test binary links
@@ -53,6 +55,10 @@ import Testing
 
     @Test func thePathIsTheStoresPicturesDirectory() {
         #expect(UserPicture.path(directory: "/etc/puff", user: "lena") == "/etc/puff/pictures/lena")
+    }
+
+    @Test func theDecodersInputLimitIsTheStoresPictureLimit() {
+        #expect(Int(PUFF_DECODER_MAX_INPUT) == PictureFile.maximumSize)
     }
 
     @Test func aRealPictureIsDecodedInTheChild() throws {
@@ -162,21 +168,25 @@ import Testing
             try? input.fileHandleForWriting.close()
             process.waitUntilExit()
         }
-        // It waits for its input: look at it meanwhile.
+        // It waits for its input: look at it meanwhile, once it has set itself up (the limits
+        // come after the descriptors are closed, the change of user after the limits).
         let proc = "/proc/\(process.processIdentifier)"
-        var status = ""
-        for _ in 0..<100 {
-            status = (try? String(contentsOfFile: proc + "/status", encoding: .utf8)) ?? ""
-            if getuid() != 0 || status.contains("Uid:\t65534") { break }
-            usleep(20_000)
+        var status = "", limits = ""
+        func ready() -> Bool {
+            limits.split(separator: "\n").contains { $0.hasPrefix("Max address space") && $0.contains("671088640") }
+                && (getuid() != 0 || status.contains("Uid:\t65534"))
         }
+        for _ in 0..<250 where !ready() {
+            usleep(20_000)
+            limits = (try? String(contentsOfFile: proc + "/limits", encoding: .utf8)) ?? ""
+            status = (try? String(contentsOfFile: proc + "/status", encoding: .utf8)) ?? ""
+        }
+        #expect(ready(), "the decoder child never capped its memory\(getuid() == 0 ? " or became nobody" : "")")
         if getuid() == 0 {
             #expect(status.contains("Uid:\t65534\t65534\t65534\t65534"))
             #expect(status.contains("Gid:\t65534\t65534\t65534\t65534"))
             #expect(status.split(separator: "\n").contains { $0.hasPrefix("Groups:") && $0.dropFirst(7).allSatisfy(\.isWhitespace) })
         }
-        let limits = try String(contentsOfFile: proc + "/limits", encoding: .utf8)
-        #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max address space") && $0.contains("671088640") })
         #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max cpu time") && $0.contains(" 20 ") })
         #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max core file size") && $0.contains(" 0 ") })
         let descriptors = try FileManager.default.contentsOfDirectory(atPath: proc + "/fd").sorted()
