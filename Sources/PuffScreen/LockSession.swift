@@ -471,29 +471,6 @@ package final class LockSession: PAMConversation {
     }
 }
 
-/// Messages on stderr, each line starting with the program's name.
-package enum Report {
-    /// Set once at start-up, before any other thread exists.
-    package nonisolated(unsafe) static var program = "puff-lock"
-
-    package static func warn(_ text: String) { raw("\(program): \(text)\n") }
-
-    package static func raw(_ text: String) {
-        var bytes = Array(text.utf8)
-        guard !bytes.isEmpty else { return }
-        var offset = 0
-        while offset < bytes.count {
-            let wrote = bytes.withUnsafeMutableBytes { raw -> Int in
-                guard let base = raw.baseAddress else { return 0 }
-                return write(2, base + offset, raw.count - offset)
-            }
-            if wrote < 0 && errno == EINTR { continue }
-            if wrote <= 0 { return }
-            offset += wrote
-        }
-    }
-}
-
 extension String {
     /// With runs of spaces made one (`%e` pads single-digit days with a space).
     func replacingDoubleSpaces() -> String {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import PuffClient
 import PuffCore
 import PuffFleet
 import PuffPlatform
@@ -54,7 +55,7 @@ struct GestureCommand: ParsableCommand {
             Terminal.say("Gesture for \(account.name) saved (\(template.parts.count) parts, picture \(image.width)x\(image.height)).")
             let stored = try enrolled.record(of: account)
             if stored?.passcode == nil {
-                Terminal.warn("puff-enroll: note: \(account.name) has no passcode; a passcode fallback is recommended "
+                Report.warn("puff-enroll: note: \(account.name) has no passcode; a passcode fallback is recommended "
                               + "(puff-enroll passcode). Without one the gesture stays usable after restarts and "
                               + "failures (under the lockout), and 'puff-enroll lock' blocks it until a reset.")
             }

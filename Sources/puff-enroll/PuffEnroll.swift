@@ -50,7 +50,7 @@ struct StoreOptions: ParsableArguments {
         if let stateDirectory { tokens.append("state_dir=" + stateDirectory) }
         do {
             let loaded = try Configuration.load(arguments: tokens)
-            for warning in loaded.warnings { Terminal.warn(warning) }
+            for warning in loaded.warnings { Report.warn(warning) }
             return loaded.options
         } catch {
             throw Failure(ExitCodes.storeFailure, "\(error)")
@@ -80,10 +80,10 @@ enum Command {
             try Sodium.initialize()
             try body()
         } catch let failure as Failure {
-            Terminal.warn("puff-enroll: \(failure.message)")
+            Report.warn("puff-enroll: \(failure.message)")
             throw ExitCode(failure.code)
         } catch let error as StoreError {
-            Terminal.warn("puff-enroll: \(error)")
+            Report.warn("puff-enroll: \(error)")
             throw ExitCode(ExitCodes.storeFailure)
         }
     }

@@ -2,16 +2,10 @@ import Glibc
 import PuffClient
 import PuffPlatform
 
-/// Reading secrets from the terminal or stdin, and writing messages.
+/// Reading secrets from the terminal or stdin (the client kit's `TerminalInput`), and lines on stdout.
 enum Terminal {
     /// Longest secret line read.
     static let maximumLine = 65536
-
-    /// A message on stderr.
-    static func warn(_ text: String) {
-        let line = text + "\n"
-        _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
-    }
 
     /// A line on stdout.
     static func say(_ text: String) {

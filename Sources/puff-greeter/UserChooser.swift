@@ -1,5 +1,6 @@
 import CLockX
 import Glibc
+import PuffClient
 import PuffScreen
 
 /// The first screen: LightDM's users, a row to type any other name, and the session to

@@ -9,6 +9,7 @@
 // --print-layout: where the rows, the picture and the buttons are, on stderr (tests).
 import CLockX
 import Glibc
+import PuffClient
 import PuffPlatform
 import PuffScreen
 

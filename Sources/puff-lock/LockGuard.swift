@@ -1,5 +1,6 @@
 import CLockX
 import Glibc
+import PuffClient
 import PuffPlatform
 import PuffScreen
 

@@ -49,6 +49,12 @@ struct PuffLock: ParsableCommand {
         version: BuildInfo.version
     )
 
+    /// Names the program in its messages (the kit's `Report`), then parses and runs.
+    static func main() {
+        Report.program = "puff-lock"
+        main(nil)
+    }
+
     @Option(help: "The PAM service.")
     var service = "puff-lock"
 
@@ -304,17 +310,7 @@ struct PuffLock: ParsableCommand {
             defer { Wipe.array(&line) }
             for index in 0..<bytes.count { line[index] = bytes[index] }
             line[bytes.count] = UInt8(ascii: "\n")
-            var offset = 0
-            while offset < line.count {
-                let wrote = line.withUnsafeBytes { raw -> Int in
-                    guard let base = raw.baseAddress else { return 0 }
-                    return write(1, base + offset, raw.count - offset)
-                }
-                if wrote < 0 && errno == EINTR { continue }
-                if wrote <= 0 { return false }
-                offset += wrote
-            }
-            return true
+            return line.withUnsafeBytes { (try? FileDescriptor.writeAll(STDOUT_FILENO, $0)) != nil }
         }
         guard written else {
             Report.warn("cannot write the gesture on stdout")

@@ -1,5 +1,6 @@
 import CLockX
 import Glibc
+import PuffClient
 import PuffCore
 import PuffPlatform
 import PuffScreen

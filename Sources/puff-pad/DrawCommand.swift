@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import PuffClient
 import PuffCore
 import PuffPlatform
 

@@ -1,6 +1,7 @@
 import CPuffBuild
 import ArgumentParser
 import Glibc
+import PuffClient
 import PuffCore
 
 /// `puff-pad`: draw a gesture on a picture in a terminal, or log in through PAM with one.
@@ -19,6 +20,12 @@ struct PuffPad: ParsableCommand {
         version: String(cString: puff_build_version()),
         subcommands: [DrawCommand.self, LoginCommand.self]
     )
+
+    /// Names the program in its messages (the kit's `Report`), then parses and runs.
+    static func main() {
+        Report.program = "puff-pad"
+        main(nil)
+    }
 }
 
 /// Exit codes documented in `--help`.
@@ -28,12 +35,4 @@ enum PadExit {
     static let noPicture: Int32 = 66
     static let unavailable: Int32 = 69
     static let pamError: Int32 = 70
-}
-
-/// Messages on stderr, after the terminal is restored.
-enum Report {
-    static func warn(_ text: String) {
-        let line = "puff-pad: " + text + "\n"
-        _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
-    }
 }
