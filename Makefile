@@ -124,9 +124,12 @@ $(EMBEDDED)/CPuffBuild.o: Sources/CPuffBuild/build.c Sources/CPuffBuild/include/
 	cc -O2 -fPIC -Wall -I Sources/CPuffBuild/include -DPUFF_VERSION='"$(VERSION)"' -DPUFF_SBINDIR='"$(BINDIR)"' \
 		-DPUFF_LDAP_LIBRARY='"$(LDAP_LIBRARY)"' -c Sources/CPuffBuild/build.c -o $@
 
-$(EMBEDDED)/CSpawn.o: Sources/CSpawn/spawn.c Sources/CSpawn/include/puff_spawn.h
+$(EMBEDDED)/CSpawn.o: Sources/CSpawn/spawn.c Sources/CSpawn/secret_pool.c Sources/CSpawn/include/puff_spawn.h \
+		Sources/CSpawn/include/puff_secret_pool.h
 	mkdir -p $(EMBEDDED)
-	cc -O2 -fPIC -Wall -I Sources/CSpawn/include -c $< -o $@
+	cc -O2 -fPIC -Wall -I Sources/CSpawn/include -c Sources/CSpawn/spawn.c -o $(EMBEDDED)/spawn.o
+	cc -O2 -fPIC -Wall -I Sources/CSpawn/include -c Sources/CSpawn/secret_pool.c -o $(EMBEDDED)/secret_pool.o
+	ld -r $(EMBEDDED)/spawn.o $(EMBEDDED)/secret_pool.o -o $@
 
 # Start-up code in C, as in the SwiftPM build: the helper drops its environment before
 # anything runs (.preinit_array). (CModuleStart, which hides SWIFT_* from a full runtime while
@@ -174,7 +177,7 @@ $(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/sys
 	ld -r $(EMBEDDED)/start.o $(EMBEDDED)/system_password.o $(EMBEDDED)/cgroup.o -o $@
 
 $(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h Sources/CTPM/include/puff_tpm.h \
-		Sources/CSpawn/include/puff_spawn.h $(EMBEDDED)/PuffCore.o
+		Sources/CSpawn/include/puff_spawn.h Sources/CSpawn/include/puff_secret_pool.h $(EMBEDDED)/PuffCore.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPlatform -emit-module -emit-module-path $(EMBEDDED)/PuffPlatform.swiftmodule \
 		-c $(PLATFORM_SOURCES) -o $@
 
@@ -193,7 +196,7 @@ $(EMBEDDED)/PuffFleet.o: $(FLEET_SOURCES) Sources/CLDAP/include/puff_ldap.h $(EM
 # The module's own PuffPlatform: the same sources without the TPM client (-D PUFF_MODULE: tpm
 # mode goes through the helper, docs/protection-at-rest.md), so pam_puff.so has no TPM code.
 $(EMBEDDED)/module/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h \
-		Sources/CSpawn/include/puff_spawn.h $(EMBEDDED)/PuffCore.o
+		Sources/CSpawn/include/puff_spawn.h Sources/CSpawn/include/puff_secret_pool.h $(EMBEDDED)/PuffCore.o
 	mkdir -p $(EMBEDDED)/module
 	$(SWIFTC) $(EMBEDDED_FLAGS) -D PUFF_MODULE -parse-as-library -module-name PuffPlatform -emit-module \
 		-emit-module-path $(EMBEDDED)/module/PuffPlatform.swiftmodule -c $(PLATFORM_SOURCES) -o $@

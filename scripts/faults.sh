@@ -4,7 +4,8 @@
 #
 # For each operation (a wrong passcode, the right passcode and the right gesture through
 # libpam; `puff-enroll passcode --stdin` and `puff-enroll gesture --stdin` changing the
-# record) and each of openat, read, pread64, write, fsync, linkat, renameat and flock:
+# record) and each of openat, read, pread64, write, pwrite64, fsync, fdatasync, linkat,
+# renameat and flock:
 # `strace -f -e inject=SYSCALL:error=ERRNO:when=K` for every K from the first call after
 # the program's libraries are loaded (after pam_puff.so for the harness) to the last call.
 # The runs go from the last call backwards, round-robin over (operation, syscall, errno),
@@ -27,7 +28,7 @@ cd "$(dirname "$0")/.."
 source scripts/sweep-common.sh
 
 scenarios=(auth-wrong auth-right auth-gesture enroll-passcode enroll-gesture)
-syscalls=(openat read pread64 write fsync linkat renameat flock)
+syscalls=(openat read pread64 write pwrite64 fsync fdatasync linkat renameat flock)
 # Tpm mode (PUFF_SWEEP_TPM=1): also the talk to the TPM, which holds the key: a fault there
 # counts as one on a Puff file (it must not end in a success either).
 # -yy names a socket's addresses ("TCP:[127.0.0.1:...]"), so a fault there is recognised.

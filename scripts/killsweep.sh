@@ -2,8 +2,8 @@
 # make killsweep: kill Puff with SIGKILL at every point where it touches its files, then
 # check that nothing is torn, lost or rolled back. Needs root and strace.
 #
-# Phase 1, strace: for each operation and each of openat, flock, write, fsync, linkat and
-# renameat, `strace -f -e inject=SYSCALL:signal=SIGKILL:when=K` for K = 1 up to one past the
+# Phase 1, strace: for each operation and each of openat, flock, write, pwrite64, fsync,
+# fdatasync, linkat and renameat, `strace -f -e inject=SYSCALL:signal=SIGKILL:when=K` for K = 1 up to one past the
 # number of such calls the operation makes (the dynamic loader's openat calls included),
 # counted first with `strace -f -c`. The K values are taken from the last call backwards,
 # round-robin over (operation, syscall), so a bound still reaches the module's own calls.
@@ -30,7 +30,7 @@ iterations=${KILL_ITERATIONS:-1000}
 source scripts/sweep-common.sh
 
 scenarios=(auth-wrong auth-right auth-gesture enroll-passcode enroll-gesture)
-syscalls=(openat flock write fsync linkat renameat)
+syscalls=(openat flock write pwrite64 fsync fdatasync linkat renameat)
 # Tpm mode (PUFF_SWEEP_TPM=1): also the helper's and puff-enroll's talk to the TPM.
 [ "$tpm_mode" = 1 ] && syscalls+=(connect sendto)
 declare -A calls runs killed outcomes
@@ -43,12 +43,16 @@ violation() {
     echo "VIOLATION: $*"
 }
 
-# The failure count of the last counter that was committed in strace log $1, or $2 if none:
-# a counter is a new file (write of "puff-tally …") that counts once its rename completed.
+# The failure count of the last counter that was committed in strace log $1 (strace -y), or
+# $2 if none: a counter written in place (a pwrite64 of "puff-tally …" into the counter file)
+# counts once the call returned whole; a new file (a write of "puff-tally …", the first write
+# or one replacing an older version's file) once its rename completed.
 last_counter_write() {
     local value
-    value=$(awk '
-        /write\([0-9]+, "puff-tally [0-9]+\\nfailures [0-9]+\\n/ {
+    value=$(awk -v counter="<$counter>" '
+        /pwrite64\(/ && index($0, counter) && /"puff-tally [0-9]+\\nfailures [0-9]+\\n/ && / = 512$/ {
+            line = $0; sub(/.*\\nfailures /, "", line); sub(/\\n.*/, "", line); committed = line; next }
+        /[^p]write\([0-9]+.*"puff-tally [0-9]+\\nfailures [0-9]+\\n/ {
             line = $0; sub(/.*\\nfailures /, "", line); sub(/\\n.*/, "", line); pending = line; next }
         /renameat2?\(.*= 0$/ { if (pending != "") committed = pending; pending = ""; next }
         END { print committed }' "$1")
@@ -106,7 +110,7 @@ echo "phase 1: ${strace_budget} of ${#plan[@]} strace kill points; phase 2: ${ra
 for ((i = 0; i < strace_budget; i++)); do
     read -r scenario sc k <<<"${plan[$i]}"
     before=$(failures)
-    run_operation "$scenario" strace -f -qq -s 64 -o "$work/log" -e trace=write,renameat,renameat2,"$sc" \
+    run_operation "$scenario" strace -f -qq -y -s 64 -o "$work/log" -e trace=write,pwrite64,renameat,renameat2,"$sc" \
         -e inject="$sc":signal=SIGKILL:when="$k"
     status=$?
     runs[$scenario.$sc]=$(( ${runs[$scenario.$sc]:-0} + 1 ))

@@ -140,11 +140,39 @@ failures() {
     case $n in '' | *[!0-9]*) echo ERR ;; *) echo "$n" ;; esac
 }
 
-# Decodes the counter file by hand: at most 512 bytes, the text format (version 1, 2 or 3:
-# the counters first, then the further fields), zero padding only in files of older versions.
+# Decodes the counter file by hand. Version 4 (README, "Lockout"): 1024 bytes, two 512-byte
+# slots, each the text "puff-tally 4", the fields, "generation N", "check <BLAKE2b-128 of the
+# text before it>" (b2sum -l 128), NUL padding. A slot that a kill or a fault cut short fails
+# its check and is allowed (the other slot is the counter); there must be a whole one, and the
+# whole slots must have the format. Older versions: at most 512 bytes of text, zero padding.
+slot_state() {  # slot_state INDEX: "whole", "torn" or "BAD <why>" for slot INDEX of the counter
+    local slot=$work/slot.$1
+    dd if="$counter" bs=512 skip="$1" count=1 status=none | tr -d '\0' >"$slot"
+    local lines
+    lines=$(wc -l <"$slot")
+    [ "$lines" -ge 2 ] && [ "$(tail -c 1 "$slot" | od -An -c | tr -d ' ')" = '\n' ] || { echo torn; return; }
+    head -n -1 "$slot" >"$slot.body"
+    [ "$(tail -n 1 "$slot")" = "check $(b2sum -l 128 "$slot.body" | cut -d' ' -f1)" ] || { echo torn; return; }
+    local text
+    text=$(cat "$slot.body")
+    if [[ $text =~ ^puff-tally\ 4$'\n'failures\ [0-9]+$'\n'last-failure\ [0-9]+$'\n'locked-until\ [0-9]+($'\n'[a-z-]+\ [0-9a-f-]+)*$'\n'generation\ [0-9]+$ ]]; then
+        echo whole
+    else
+        echo "BAD whole slot $1 of another format"
+    fi
+}
 counter_file_ok() {
     [ -f "$counter" ] || return 0
-    [ "$(stat -c %s "$counter")" -le 512 ] || return 1
+    local size
+    size=$(stat -c %s "$counter")
+    if [ "$size" = 1024 ]; then
+        local first second
+        first=$(slot_state 0) second=$(slot_state 1)
+        [ "${first%% *}" != BAD ] && [ "${second%% *}" != BAD ] || return 1
+        [ "$first" = whole ] || [ "$second" = whole ]
+        return
+    fi
+    [ "$size" -le 512 ] || return 1
     local text
     text=$(tr -d '\0' <"$counter")
     [[ $text =~ ^puff-tally\ [123]$'\n'failures\ [0-9]+$'\n'last-failure\ [0-9]+$'\n'locked-until\ [0-9]+($'\n'[a-z-]+\ [0-9a-f-]+)*$ ]]

@@ -168,6 +168,27 @@ public struct Tally: Equatable, Sendable {
         """.utf8)
     }
 
+    /// One slot of the version-4 counter file (`LockoutStore`): the version-3 fields, then
+    /// `generation`, the number of this write (the file's newer slot is the one with the larger
+    /// number). The store frames it (a check line, padding) and chooses the slot.
+    public func encodedSlot(generation: UInt64) -> [UInt8] {
+        var text = encoded()
+        text.replaceSubrange(0..<13, with: Array("puff-tally 4\n".utf8))
+        text.append(contentsOf: Array("generation \(generation)\n".utf8))
+        return text
+    }
+
+    /// Parses `encodedSlot(generation:)` output strictly: the tally and its generation.
+    public static func decodeSlot(_ bytes: some Collection<UInt8>) throws(RecordFormatError) -> (Tally, generation: UInt64) {
+        guard bytes.starts(with: Array("puff-tally 4\n".utf8)) else { throw .badHeader }
+        let fields = try KeyValueText.parse(bytes, header: "puff-tally 4", maximumSize: maximumEncodedSize,
+                                            keys: version4Keys, optional: [])
+        guard let text = fields["generation"], let generation = UInt64(text), String(generation) == text else {
+            throw .badValue
+        }
+        return (try tally(from: fields, version: 3), generation)
+    }
+
     // Each version's keys written out (a `union` would link Set's merging code into the module).
     private static let version1Keys: Set<String> = ["failures", "last-failure", "locked-until"]
     private static let version2Keys: Set<String> = ["failures", "last-failure", "locked-until",
@@ -175,6 +196,9 @@ public struct Tally: Equatable, Sendable {
     private static let version3Keys: Set<String> = ["failures", "last-failure", "locked-until",
                                                     "gesture-failures", "passcode-at", "passcode-boot", "admin-lock",
                                                     "serial", "cleared-serial"]
+    private static let version4Keys: Set<String> = ["failures", "last-failure", "locked-until",
+                                                    "gesture-failures", "passcode-at", "passcode-boot", "admin-lock",
+                                                    "serial", "cleared-serial", "generation"]
 
     /// Parses `encoded()` output strictly. Version 1 files (counters only) read as a tally
     /// whose passcode was never used, so the next login asks for the passcode.
@@ -185,6 +209,11 @@ public struct Tally: Equatable, Sendable {
                                             maximumSize: maximumEncodedSize,
                                             keys: isVersion1 ? version1Keys : isVersion2 ? version2Keys : version3Keys,
                                             optional: [])
+        return try tally(from: fields, version: isVersion1 ? 1 : isVersion2 ? 2 : 3)
+    }
+
+    /// The tally of a parsed counter's fields (`version` 3 for the fields of versions 3 and 4).
+    private static func tally(from fields: [String: String], version: Int) throws(RecordFormatError) -> Tally {
         // Canonical decimal only: Swift's parsers also take "+1", "-0" and "01". Every field is a
         // count or a time that cannot be negative: one parser (UInt64), then each field's range.
         func canonical(_ key: String) -> UInt64? {
@@ -197,7 +226,7 @@ public struct Tally: Equatable, Sendable {
             throw .badValue
         }
         var tally = Tally(failures: failures, lastFailure: last, lockedUntil: until)
-        if isVersion1 { return tally }
+        if version == 1 { return tally }
         guard let gestureFailures = canonical("gesture-failures").flatMap(UInt32.init(exactly:)),
               let passcodeAt = canonical("passcode-at").flatMap(Int64.init(exactly:)),
               let boot = fields["passcode-boot"], boot == "-" || BootID.isValid(boot),
@@ -208,7 +237,7 @@ public struct Tally: Equatable, Sendable {
         tally.passcodeAt = passcodeAt
         tally.passcodeBoot = boot == "-" ? "" : boot
         tally.adminLock = adminLock == 1
-        if isVersion2 { return tally }
+        if version == 2 { return tally }
         guard let serial = canonical("serial"),
               let cleared = canonical("cleared-serial"), cleared <= serial else {
             throw .badValue

@@ -398,6 +398,7 @@ public struct Authenticator {
             tally.adminLock = adminLock
             try save(tally)
         }
+        try counters.prepareDecoys()
     }
 
     /// Seals `template` for `account`, stores a copy of the picture it was drawn on and
@@ -405,8 +406,11 @@ public struct Authenticator {
     public func storeGesture(_ template: GestureTemplate, picture: [UInt8], for account: Account) throws(StoreError) {
         let hostKey = try records.loadOrCreateHostKey(tpm: options.tpm)
         let sealed = try GestureSealing.seal(template, for: account, hostKey: hostKey)
-        try counters.update(account.name) { _, _ throws(StoreError) in
+        try counters.update(account.name) { tally, save throws(StoreError) in
             var record = try records.load(account) ?? UserRecord(user: account.name, uid: account.uid, passcode: nil)
+            // The counter in the layout written in place, so the first attempt costs what
+            // every later one does (a discreet service's refusals are made to cost the same).
+            if !save.isInPlace { try save(tally) }
             // Picture staged, record saved (the commit), picture moved into place.
             let digest = SHA256.hex(picture)
             try records.stagePicture(picture, for: account.name)
@@ -415,6 +419,7 @@ public struct Authenticator {
             try records.save(record)
             try records.settlePicture(for: account.name, expectedSHA256: digest)
         }
+        try counters.prepareDecoys()
     }
 
     /// Opens `account`'s sealed template (for the debug view); `nil` when none is enrolled.

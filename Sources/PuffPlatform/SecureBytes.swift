@@ -1,8 +1,10 @@
 import CSodium
+import CSpawn
 import PuffCore
 
-/// A secret held in memory from `sodium_malloc` (guard pages, locked where possible),
-/// zeroed and freed by `sodium_free` when it goes out of scope. It cannot be copied.
+/// A secret held in locked memory left out of core dumps (`puff_secret_alloc`: a piece of the
+/// process's secret pool, or its own `sodium_malloc` with guard pages), wiped and released
+/// when it goes out of scope. It cannot be copied.
 public struct SecureBytes: ~Copyable {
     /// Its length in bytes.
     public let count: Int
@@ -10,10 +12,9 @@ public struct SecureBytes: ~Copyable {
 
     /// Allocates `count` zeroed bytes (at least one is allocated).
     public init(count: Int) throws(StoreError) {
-        guard count >= 0, count <= 1 << 24, let base = sodium_malloc(max(count, 1)) else {
-            throw .crypto("sodium_malloc failed")
+        guard count >= 0, count <= 1 << 24, let base = puff_secret_alloc(max(count, 1)) else {
+            throw .crypto("cannot allocate locked memory for a secret")
         }
-        sodium_memzero(base, max(count, 1))
         self.base = base
         self.count = count
     }
@@ -26,7 +27,7 @@ public struct SecureBytes: ~Copyable {
         }
     }
 
-    deinit { sodium_free(base) }
+    deinit { puff_secret_free(base, max(count, 1)) }
 
     /// Reads the bytes.
     public func withBytes<Result, Failure: Error>(

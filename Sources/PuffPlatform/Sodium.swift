@@ -61,3 +61,19 @@ extension Sodium {
         return digest
     }
 }
+
+extension Sodium {
+    /// BLAKE2b-128 of `bytes` (`crypto_generichash`, no key) as lowercase hex: a check that
+    /// tells a whole slot of the counter file from one a cut-short write left (not a secret).
+    public static func checkDigest(_ bytes: [UInt8]) -> String {
+        var digest = [UInt8](repeating: 0, count: 16)
+        let status = digest.withUnsafeMutableBufferPointer { out -> Int32 in
+            bytes.withUnsafeBufferPointer { input -> Int32 in
+                guard let outBase = out.baseAddress else { return -1 }
+                return crypto_generichash(outBase, out.count, input.baseAddress, UInt64(input.count), nil, 0)
+            }
+        }
+        // A failure gives a check no slot has: the slot then reads as damaged (fails closed).
+        return status == 0 ? hex(digest) : "-"
+    }
+}

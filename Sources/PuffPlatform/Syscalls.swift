@@ -140,6 +140,12 @@ public struct FileDescriptor: ~Copyable {
         _ = try retryingOnInterrupt { fsync(rawValue) }
     }
 
+    /// `fdatasync(2)` on a raw descriptor the caller keeps open: the data written in place is
+    /// on disk (a file whose size did not change needs nothing more).
+    public static func dataSync(_ rawValue: Int32) throws(Errno) {
+        _ = try retryingOnInterrupt { fdatasync(rawValue) }
+    }
+
     /// `fchmod(2)`.
     public func setMode(_ mode: mode_t) throws(Errno) {
         guard fchmod(rawValue, mode) == 0 else { throw Errno.current }

@@ -36,6 +36,32 @@ struct TallyFormatTests {
         #expect(try Tally.decode(full.encoded()) == full)
     }
 
+    @Test("a version 4 slot: the version 3 fields, then the generation; read back strictly")
+    func slotEncoding() throws {
+        var tally = Tally(failures: 2, lastFailure: 100, lockedUntil: 0)
+        tally.serial = 9
+        tally.clearedSerial = 7
+        let text = String(decoding: tally.encodedSlot(generation: 42), as: UTF8.self)
+        #expect(text == "puff-tally 4\nfailures 2\nlast-failure 100\nlocked-until 0\n"
+            + "gesture-failures 0\npasscode-at 0\npasscode-boot -\nadmin-lock 0\nserial 9\ncleared-serial 7\ngeneration 42\n")
+        let decoded = try Tally.decodeSlot(tally.encodedSlot(generation: 42))
+        #expect(decoded.0 == tally && decoded.generation == 42)
+        // The longest slot text fits a sector with its check line (39 bytes) to spare.
+        var longest = Tally(failures: UInt32.max, lastFailure: Int64.max, lockedUntil: Int64.max)
+        longest.gestureFailures = UInt32.max
+        longest.passcodeAt = Int64.max
+        longest.passcodeBoot = "0123456789abcdef0123456789abcdef"
+        longest.serial = UInt64.max
+        longest.clearedSerial = UInt64.max
+        #expect(longest.encodedSlot(generation: UInt64.max).count + 39 <= 512)
+        for bad in ["generation 01\n", "generation -1\n", "generation\n", ""] {
+            let body = String(text.dropLast("generation 42\n".count)) + bad
+            #expect(throws: RecordFormatError.self) { try Tally.decodeSlot(Array(body.utf8)) }
+        }
+        #expect(throws: RecordFormatError.badHeader) { try Tally.decodeSlot(tally.encoded()) }
+        #expect(throws: RecordFormatError.badHeader) { try Tally.decode(tally.encodedSlot(generation: 1)) }
+    }
+
     @Test("a version 1 file (counters only) reads as a tally whose passcode was never used")
     func version1() throws {
         let tally = try Tally.decode(bytes("puff-tally 1\nfailures 3\nlast-failure 100\nlocked-until 160\n"))

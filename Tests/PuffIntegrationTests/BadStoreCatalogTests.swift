@@ -356,10 +356,10 @@ extension LoggingTests {
         }
 
         @Test func counterOversize() throws {
-            // Counters are at most 512 bytes; a larger file is not one of ours.
+            // Counters are at most 1024 bytes (two slots); a larger file is not one of ours.
             try expectFailClosed(log: { "refusing \($0.fixture.state)/puff-it-alice: larger than allowed" },
                                  sabotage: { bench, alice in
-                                     try bench.fixture.write(bench.fixture.state + "/" + alice, String(repeating: "\n", count: 513), mode: 0o600)
+                                     try bench.fixture.write(bench.fixture.state + "/" + alice, String(repeating: "\n", count: 1025), mode: 0o600)
                                  },
                                  restore: { bench, alice in
                                      unlink(bench.fixture.state + "/" + alice)

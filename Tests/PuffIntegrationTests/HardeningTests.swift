@@ -88,11 +88,22 @@ struct HardeningTests {
         #expect(try fixture.enroll(target.name, Self.right).status == 0)
         let pamFile = try Self.suService(fixture)
         try fixture.write(fixture.state + "/" + target.name, Self.counter(failures: 9), mode: 0o600)
+        // The counter of an older version is replaced whole: a cut-short new file is never used.
         for limit in ["23", "100"] {
             let result = try Self.su(as: caller, to: target, Self.wrong, pamFile: pamFile, prefix: ["/usr/bin/prlimit", "--fsize=\(limit)", "--"])
             #expect(!result.output.contains("puff-su-ok"), "\(result.output)")
             let after = try #require(Self.rawFailures(fixture, target.name), "the counter no longer parses")
             #expect(after >= 9, "fsize \(limit): the count went down to \(after)")
+        }
+        // In its own layout (two slots, written in place) too: counted whole or not at all.
+        for limit in ["100", "600"] {
+            let plain = try Self.su(as: caller, to: target, Self.wrong, pamFile: pamFile)
+            #expect(!plain.output.contains("puff-su-ok"), "\(plain.output)")
+            let before = try #require(Self.rawFailures(fixture, target.name))
+            let result = try Self.su(as: caller, to: target, Self.wrong, pamFile: pamFile, prefix: ["/usr/bin/prlimit", "--fsize=\(limit)", "--"])
+            #expect(!result.output.contains("puff-su-ok"), "\(result.output)")
+            let after = try #require(Self.rawFailures(fixture, target.name), "fsize \(limit): the counter no longer parses")
+            #expect(after == before || after == before + 1, "fsize \(limit): \(before) -> \(after)")
         }
         // The right passcode with the limit does not get in either (nothing was counted, so
         // nothing may be verified); without it, it does.
@@ -104,6 +115,47 @@ struct HardeningTests {
         // A killed writer leaves no temp file beside the counter.
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: fixture.state).filter { $0.contains(".tmp-") }
         #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
+    /// The module in a root process with a file-size limit (the store work in-process): the
+    /// counter written in place is cut inside the slot being written (at 100 bytes into the
+    /// first slot, 88 into the second) or refused (the second slot starts at 512). The other
+    /// slot is the counter, whole and never lower; the attempt fails closed, verifying nothing;
+    /// the next attempt without a limit writes the torn slot again and is read back.
+    @Test func aFileSizeLimitCutsOnlyTheSlotBeingWritten() throws {
+        let user = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Fixture(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 50\nmax_failures = 0\n")
+        #expect(try fixture.enroll(user, Self.right).status == 0)
+        let counterPath = fixture.state + "/" + user
+        var torn = [0: 0, 1: 0]
+        for round in 0..<4 {
+            // Without a limit: counted, in place; the next write goes to the other slot.
+            #expect(try fixture.authenticate(user, replies: [Self.wrong]).status == PAMCode.authError)
+            #expect((try? Data(contentsOf: URL(fileURLWithPath: counterPath)).count) == 1024)
+            for limit in ["100", "600"] {
+                let before = try #require(Self.rawFailures(fixture, user))
+                let generation = try #require(RawCounter.generation(atPath: counterPath))
+                let slot = Int((generation + 1) % 2)
+                let reply = round % 2 == 0 ? Self.wrong : Self.right
+                let limited = try run("/usr/bin/prlimit", ["--fsize=\(limit)", "--", Artefacts.harness, "--confdir", fixture.pamDirectory,
+                                                            "--service", "puff-test", "--user", user, "--reply", reply])
+                let after = try #require(Self.rawFailures(fixture, user), "round \(round), fsize \(limit): the counter no longer parses")
+                // Only the first slot under a 600-byte limit is written whole (and counts).
+                if limit == "600" && slot == 0 {
+                    // A right reply's settling write then goes to the second slot and is cut:
+                    // the count stays (one failure too many), never lower.
+                    #expect(after == before + 1 || (reply == Self.right && after == 0), "round \(round): \(before) -> \(after)")
+                    continue
+                }
+                torn[slot, default: 0] += 1
+                #expect(!limited.output.contains("RESULT 0 "), "fsize \(limit), slot \(slot): \(limited.output)")
+                #expect(after == before, "round \(round), fsize \(limit), slot \(slot): \(before) -> \(after)")
+                #expect(RawCounter.generation(atPath: counterPath) == generation)
+            }
+        }
+        #expect(torn[0, default: 0] > 0 && torn[1, default: 0] > 0, "\(torn)")
+        #expect(try fixture.authenticate(user, replies: [Self.right]).status == PAMCode.success)
+        #expect(Self.rawFailures(fixture, user) == 0)
     }
 
     /// A counter that does not parse locks the account (never reads as zero) and an
@@ -420,7 +472,8 @@ struct HardeningTests {
                 with open("/proc/locks") as f:
                     lines = f.read().splitlines()
                 pids = tree(su)
-                held = [l for l in lines if len(l.split()) > 4 and l.split()[4].lstrip("-").isdigit() and int(l.split()[4]) in pids]
+                # Puff's locks are flock(2) locks (FLOCK); su's own POSIX locks (utmp, btmp) are not Puff's.
+                held = [l for l in lines if len(l.split()) > 4 and l.split()[1] == "FLOCK" and l.split()[4].lstrip("-").isdigit() and int(l.split()[4]) in pids]
                 if held:
                     holder = held[0].split()[4]
                     try:
@@ -445,7 +498,8 @@ struct HardeningTests {
                 with open("/proc/locks") as f:
                     lines = f.read().splitlines()
                 pids = tree(su)
-                held = [l for l in lines if len(l.split()) > 4 and l.split()[4].lstrip("-").isdigit() and int(l.split()[4]) in pids]
+                # Puff's locks are flock(2) locks (FLOCK); su's own POSIX locks (utmp, btmp) are not Puff's.
+                held = [l for l in lines if len(l.split()) > 4 and l.split()[1] == "FLOCK" and l.split()[4].lstrip("-").isdigit() and int(l.split()[4]) in pids]
                 if held:
                     holder = int(held[0].split()[4])
                     what = "the su itself" if holder == su else "pid %d started by the su: %s" % (holder, stop(holder))

@@ -26,21 +26,18 @@ struct QuickFactorTests {
         run.lines.first { $0.hasPrefix("PROMPT ") }
     }
 
-    /// Rewrites `key`'s value in the user's counter file in place (as a restart or the passing
-    /// of time would leave it), keeping the file's size, owner and mode.
+    /// Rewrites `key`'s value in the user's counter (as a restart or the passing of time would
+    /// leave it): the counter's fields written back as a version-3 file, which the store reads
+    /// and replaces with its own layout at the next write.
     private func editTally(_ fixture: Fixture, _ key: String, _ value: String) throws {
         let path = fixture.state + "/" + user
-        let handle = try #require(FileHandle(forUpdatingAtPath: path))
-        defer { try? handle.close() }
-        let data = try #require(try handle.readToEnd())
-        let text = String(decoding: data.filter { $0 != 0 }, as: UTF8.self)
-        var lines = text.split(separator: "\n").map(String.init)
-        let index = try #require(lines.firstIndex { $0.hasPrefix(key + " ") }, "no \(key) in \(text)")
-        lines[index] = key + " " + value
-        var bytes = Array((lines.joined(separator: "\n") + "\n").utf8)
-        bytes += [UInt8](repeating: 0, count: data.count - bytes.count)
-        try handle.seek(toOffset: 0)
-        try handle.write(contentsOf: Data(bytes))
+        var fields = try #require(RawCounter.fields(atPath: path), "the counter does not decode")
+        #expect(fields[key] != nil, "no \(key) in \(fields)")
+        fields[key] = value
+        let keys = ["failures", "last-failure", "locked-until", "gesture-failures", "passcode-at", "passcode-boot",
+                    "admin-lock", "serial", "cleared-serial"]
+        let text = "puff-tally 3\n" + keys.map { "\($0) \(fields[$0] ?? "")\n" }.joined()
+        try fixture.write(path, text, mode: 0o600)
     }
 
     @Test func promptsTellTheHelperWhatIsAccepted() throws {
@@ -108,8 +105,7 @@ struct QuickFactorTests {
         // The success stored this boot's id.
         let boot = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
             .replacingOccurrences(of: "-", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
-        let tally = try String(contentsOfFile: fixture.state + "/" + user, encoding: .utf8)
-        #expect(tally.contains("passcode-boot \(boot)\n"))
+        #expect(RawCounter.fields(atPath: fixture.state + "/" + user)?["passcode-boot"] == boot)
         // With gesture_after_reboot the rule is off.
         try editTally(fixture, "passcode-boot", "0123456789abcdef0123456789abcdef")
         try fixture.service("deny=100 gesture_after_reboot")

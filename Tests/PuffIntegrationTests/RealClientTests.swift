@@ -197,10 +197,7 @@ struct RealClientTests {
     /// The raw failure count in the counter file, read without its lock (status would wait for
     /// an attempt in progress to finish).
     static func rawFailures(_ fixture: Fixture, _ user: String) -> Int? {
-        guard let data = FileManager.default.contents(atPath: fixture.state + "/" + user) else { return nil }
-        let text = String(decoding: data.prefix { $0 != 0 }, as: UTF8.self)
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("failures ") }) else { return nil }
-        return Int(line.dropFirst("failures ".count))
+        RawCounter.failures(atPath: fixture.state + "/" + user)
     }
 
     // MARK: OpenSSH

@@ -29,7 +29,12 @@ struct LockoutStoreTests {
         #expect(try directoryNames(scratch("state")) == [])
     }
 
-    @Test("update then read, in a root 0600 file replaced whole, beside its lock file")
+    /// The text of the slot at `index` (0 or 1) of a counter file, without its NUL padding.
+    private func slotText(_ bytes: [UInt8], _ index: Int) -> String {
+        String(decoding: bytes[(index * 512)..<(index * 512 + 512)].prefix { $0 != 0 }, as: UTF8.self)
+    }
+
+    @Test("update then read: a root 0600 file of two 512-byte slots beside its lock file, written in place")
     func roundTrip() throws {
         let scratch = try ScratchDirectory()
         let counters = store(scratch)
@@ -37,19 +42,113 @@ struct LockoutStoreTests {
         try set(tally, in: counters, for: alice)
         #expect(try counters.read(alice) == tally)
         let info = try fileStatus(scratch("state/alice"))
-        #expect(info.st_size == tally.encoded().count)
+        #expect(info.st_size == 1024 && LockoutStore.fileSize == 1024)
         #expect(info.st_mode & 0o7777 == 0o600)
         #expect(info.st_uid == 0)
         #expect(try fileStatus(scratch("state")).st_mode & 0o7777 == 0o700)
-        #expect(try contents(scratch("state/alice")) == tally.encoded())
-        // Every save is a new file (a write cut short can never leave a mix of old and new).
+        // The first write (no file yet) is generation 1, in the second slot; the first is empty.
+        let first = try contents(scratch("state/alice"))
+        #expect(first[0..<512].allSatisfy { $0 == 0 })
+        let text = slotText(first, 1)
+        #expect(text.hasPrefix("puff-tally 4\nfailures 4\nlast-failure 1700000000\nlocked-until 1700000300\n"), "\(text)")
+        #expect(text.contains("\ngeneration 1\ncheck "), "\(text)")
+        // The next writes go in place (the same file), each into the slot the counter is not in:
+        // the slot holding the counter is never written over.
         try set(Tally(failures: 1), in: counters, for: alice)
         #expect(try counters.read(alice) == Tally(failures: 1))
-        #expect(try fileStatus(scratch("state/alice")).st_ino != info.st_ino)
+        let second = try contents(scratch("state/alice"))
+        #expect(try fileStatus(scratch("state/alice")).st_ino == info.st_ino)
+        #expect(second[512..<1024] == first[512..<1024])
+        #expect(slotText(second, 0).contains("failures 1\n") && slotText(second, 0).contains("\ngeneration 2\n"))
+        try set(Tally(failures: 2), in: counters, for: alice)
+        let third = try contents(scratch("state/alice"))
+        #expect(third[0..<512] == second[0..<512])
+        #expect(slotText(third, 1).contains("\ngeneration 3\n"))
+        #expect(try counters.read(alice) == Tally(failures: 2))
+        #expect(try fileStatus(scratch("state/alice")).st_ino == info.st_ino)
         // The lock file is root 0600 and empty; nothing else is left in the directory.
         let lock = try fileStatus(scratch("state/.alice.lock"))
         #expect(lock.st_size == 0 && lock.st_mode & 0o7777 == 0o600 && lock.st_uid == 0)
         #expect(try directoryNames(scratch("state")) == [".alice.lock", "alice"])
+    }
+
+    /// What a write cut short leaves (RLIMIT_FSIZE in `su`, SIGKILL, power lost between the
+    /// sectors): the slot being written holds part of the new text over part of the old. Its
+    /// check fails and the counter is the other slot's, as it was — never a mix, never lower.
+    @Test("a slot torn at any byte reads as the counter before the write", arguments: [1, 13, 40, 100, 200, 300, 400, 511])
+    func tornSlot(at cut: Int) throws {
+        let scratch = try ScratchDirectory()
+        let counters = store(scratch)
+        try set(Tally(failures: 9, lastFailure: 100), in: counters, for: alice)       // generation 1, slot 1
+        try set(Tally(failures: 10, lastFailure: 200), in: counters, for: alice)      // generation 2, slot 0
+        let before = try contents(scratch("state/alice"))
+        try set(Tally(failures: 11, lastFailure: 300), in: counters, for: alice)      // generation 3, slot 1
+        let after = try contents(scratch("state/alice"))
+        // Slot 1 torn: its first `cut` bytes new, the rest old (generation 1's).
+        let torn = Array(after[0..<(512 + cut)]) + Array(before[(512 + cut)...])
+        try makeFile(scratch("state/alice"), torn)
+        let read = try counters.read(alice)
+        #expect(!read.isDamaged)
+        // Cut past the new text's end (the rest is padding either way), the write is whole.
+        let whole = torn[512...] == after[512...]
+        #expect(whole == (cut >= 512 - after[512...].reversed().prefix { $0 == 0 }.count))
+        #expect(read == (whole ? Tally(failures: 11, lastFailure: 300) : Tally(failures: 10, lastFailure: 200)), "cut at \(cut)")
+        // The next write goes into the torn slot again and is read back.
+        try set(Tally(failures: 11, lastFailure: 300), in: counters, for: alice)
+        #expect(try counters.read(alice) == Tally(failures: 11, lastFailure: 300))
+    }
+
+    @Test("the newer whole slot is the counter; a whole slot that does not parse damages the counter")
+    func newerSlot() throws {
+        let scratch = try ScratchDirectory()
+        let counters = store(scratch)
+        try set(Tally(failures: 3), in: counters, for: alice)   // generation 1, slot 1
+        try set(Tally(failures: 4), in: counters, for: alice)   // generation 2, slot 0
+        var bytes = try contents(scratch("state/alice"))
+        // Swapping the slots changes nothing: the generation, not the place, says which is newer.
+        try makeFile(scratch("state/alice"), Array(bytes[512...]) + Array(bytes[..<512]))
+        #expect(try counters.read(alice) == Tally(failures: 4))
+        // An unknown key in the newer slot, with a check that matches it: not a torn write,
+        // so not the older slot either (that would be a rollback) but a damaged counter.
+        let body = Array(slotText(bytes, 0).utf8.dropLast(39)) + Array("extra 1\n".utf8)
+        let slot = body + Array("check \(Sodium.checkDigest(body))\n".utf8)
+        bytes.replaceSubrange(0..<512, with: slot + [UInt8](repeating: 0, count: 512 - slot.count))
+        try makeFile(scratch("state/alice"), bytes)
+        #expect(try counters.read(alice).isDamaged)
+        // Both slots torn: damaged.
+        try makeFile(scratch("state/alice"), [UInt8](repeating: 0x41, count: 1024))
+        #expect(try counters.read(alice).isDamaged)
+    }
+
+    @Test("an older version's file is read, and replaced by the two-slot layout at the next write")
+    func olderVersionMigrates() throws {
+        let scratch = try ScratchDirectory()
+        try makeDirectory(scratch("state"))
+        let tally = Tally(failures: 3, lastFailure: 7)
+        try makeFile(scratch("state/alice"), tally.encoded())
+        let counters = store(scratch)
+        #expect(try counters.read(alice) == tally)
+        let inode = try fileStatus(scratch("state/alice")).st_ino
+        try counters.update(alice) { current, save throws(StoreError) in
+            current.failures += 1
+            try save(current)
+        }
+        #expect(try fileStatus(scratch("state/alice")).st_size == 1024)
+        #expect(try fileStatus(scratch("state/alice")).st_ino != inode)
+        #expect(try counters.read(alice) == Tally(failures: 4, lastFailure: 7))
+    }
+
+    @Test("a counter file with a second link is refused, never written through")
+    func linkedFileReplaced() throws {
+        let scratch = try ScratchDirectory()
+        let counters = store(scratch)
+        try set(Tally(failures: 1), in: counters, for: alice)
+        let before = try contents(scratch("state/alice"))
+        #expect(link(scratch("state/alice"), scratch("elsewhere")) == 0)
+        // Two links: refused as unsafe to read at all; the planted name keeps the old bytes.
+        let kind = errorKind { () throws(StoreError) in try set(Tally(failures: 2), in: counters, for: alice) }
+        #expect(kind == .unsafe)
+        #expect(try contents(scratch("elsewhere")) == before)
     }
 
     @Test("a file of the previous version (padded to 512 bytes) still reads")
@@ -177,8 +276,11 @@ struct LockoutStoreTests {
         try setOwner(scratch("state/alice"), 65534)
         #expect(errorKind { () throws(StoreError) in _ = try counters.read(alice) } == .unsafe)
         try setOwner(scratch("state/alice"), 0)
-        try makeFile(scratch("state/alice"), [UInt8](repeating: 0, count: 513))
+        try makeFile(scratch("state/alice"), [UInt8](repeating: 0, count: 1025))
         #expect(errorKind { () throws(StoreError) in _ = try counters.read(alice) } == .tooLarge)
+        // Between one sector and two: no version's size, read as damaged.
+        try makeFile(scratch("state/alice"), [UInt8](repeating: 0, count: 513))
+        #expect(try counters.read(alice).isDamaged)
         try makeFile(scratch("state/alice"), [])
         guard link(scratch("state/alice"), scratch("state/bob")) == 0 else { throw SetupError(what: "link") }
         #expect(errorKind { () throws(StoreError) in _ = try counters.read(alice) } == .unsafe)
