@@ -16,11 +16,25 @@ public enum RecordFormatError: Error, Equatable, Sendable {
     case badValue
 }
 
+/// The fields of a parsed text, in their order: a handful per record, so a lookup compares
+/// keys byte by byte instead of hashing them (hashing Strings into a Dictionary, and building
+/// the callers' key Sets, was most of a login's own work in the module).
+struct KeyValueFields {
+    fileprivate var keys: [String] = []
+    fileprivate var values: [String] = []
+
+    /// The value of `key`, or nil when the text has none.
+    subscript(key: String) -> String? {
+        for (candidate, value) in zip(keys, values) where candidate.utf8.elementsEqual(key.utf8) { return value }
+        return nil
+    }
+}
+
 /// The shared on-disk text shape: a header line, then one `key value` per line, each
 /// line ending in a newline; printable ASCII only; every key known and given once.
 enum KeyValueText {
     static func parse(_ bytes: some Collection<UInt8>, header: String, maximumSize: Int,
-                      keys: Set<String>, optional: Set<String>) throws(RecordFormatError) -> [String: String] {
+                      keys: [String], optional: [String]) throws(RecordFormatError) -> KeyValueFields {
         guard bytes.count <= maximumSize else { throw .tooLarge }
         return try parse(Array(bytes), header: header, keys: keys, optional: optional)
     }
@@ -28,8 +42,8 @@ enum KeyValueText {
     /// The parser itself, for an array (one copy in the module, whatever collection the
     /// caller holds).
     @inline(never)
-    private static func parse(_ bytes: [UInt8], header: String, keys: Set<String>,
-                              optional: Set<String>) throws(RecordFormatError) -> [String: String] {
+    private static func parse(_ bytes: [UInt8], header: String, keys: [String],
+                              optional: [String]) throws(RecordFormatError) -> KeyValueFields {
         guard bytes.reversed().first == UInt8(ascii: "\n") else { throw .badText }
         for byte in bytes where byte != UInt8(ascii: "\n") && (byte < 0x20 || byte > 0x7e) {
             throw .badText
@@ -40,13 +54,17 @@ enum KeyValueText {
         var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         lines.removeLast() // the empty piece after the final newline
         guard let first = lines.first, first.elementsEqual(header.utf8) else { throw .badHeader }
-        var fields: [String: String] = [:]
+        func known(_ key: ArraySlice<UInt8>) -> Bool {
+            keys.contains { $0.utf8.elementsEqual(key) } || optional.contains { $0.utf8.elementsEqual(key) }
+        }
+        var fields = KeyValueFields()
         for line in lines.dropFirst() {
             guard let space = line.firstIndex(of: UInt8(ascii: " ")) else { throw .badText }
-            let key = String(decoding: line[..<space], as: UTF8.self)
-            guard keys.contains(key) || optional.contains(key) else { throw .unknownKey }
-            guard fields[key] == nil else { throw .duplicateKey }
-            fields[key] = String(decoding: line[line.index(after: space)...], as: UTF8.self)
+            let keyBytes = line[..<space]
+            guard known(keyBytes) else { throw .unknownKey }
+            guard !fields.keys.contains(where: { $0.utf8.elementsEqual(keyBytes) }) else { throw .duplicateKey }
+            fields.keys.append(String(decoding: keyBytes, as: UTF8.self))
+            fields.values.append(String(decoding: line[line.index(after: space)...], as: UTF8.self))
         }
         for key in keys where fields[key] == nil { throw .missingKey }
         return fields

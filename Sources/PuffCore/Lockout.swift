@@ -189,14 +189,14 @@ public struct Tally: Equatable, Sendable {
         return (try tally(from: fields, version: 3), generation)
     }
 
-    // Each version's keys written out (a `union` would link Set's merging code into the module).
-    private static let version1Keys: Set<String> = ["failures", "last-failure", "locked-until"]
-    private static let version2Keys: Set<String> = ["failures", "last-failure", "locked-until",
+    // Each version's keys written out.
+    private static let version1Keys: [String] = ["failures", "last-failure", "locked-until"]
+    private static let version2Keys: [String] = ["failures", "last-failure", "locked-until",
                                                     "gesture-failures", "passcode-at", "passcode-boot", "admin-lock"]
-    private static let version3Keys: Set<String> = ["failures", "last-failure", "locked-until",
+    private static let version3Keys: [String] = ["failures", "last-failure", "locked-until",
                                                     "gesture-failures", "passcode-at", "passcode-boot", "admin-lock",
                                                     "serial", "cleared-serial"]
-    private static let version4Keys: Set<String> = ["failures", "last-failure", "locked-until",
+    private static let version4Keys: [String] = ["failures", "last-failure", "locked-until",
                                                     "gesture-failures", "passcode-at", "passcode-boot", "admin-lock",
                                                     "serial", "cleared-serial", "generation"]
 
@@ -213,7 +213,7 @@ public struct Tally: Equatable, Sendable {
     }
 
     /// The tally of a parsed counter's fields (`version` 3 for the fields of versions 3 and 4).
-    private static func tally(from fields: [String: String], version: Int) throws(RecordFormatError) -> Tally {
+    private static func tally(from fields: KeyValueFields, version: Int) throws(RecordFormatError) -> Tally {
         // Canonical decimal only: Swift's parsers also take "+1", "-0" and "01". Every field is a
         // count or a time that cannot be negative: one parser (UInt64), then each field's range.
         func canonical(_ key: String) -> UInt64? {

@@ -19,13 +19,16 @@ public enum Sodium {
 
     /// Lowercase hex of `bytes` (not for secrets: the result is an ordinary string).
     static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".unicodeScalars)
-        var text = ""
+        // Built as bytes, then one String (appending scalars one by one cost more than the hash
+        // it spelled: the counter's check is read and written several times a login).
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(2 * bytes.count)
         for byte in bytes {
-            text.unicodeScalars.append(digits[Int(byte >> 4)])
-            text.unicodeScalars.append(digits[Int(byte & 0x0f)])
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0f)])
         }
-        return text
+        return String(decoding: text, as: UTF8.self)
     }
 }
 

@@ -77,7 +77,7 @@ struct StoreSessionTests {
         #expect(try FailureHistory(stateDirectory: scratch("state"), lockWaitSeconds: 1).entries(for: alice).count == 2)
     }
 
-    @Test("a settling write (lowering) replaces the counter whole, like a durable one")
+    @Test("a settling write (lowering) goes into the other slot in place, like a durable one")
     func loweringWrite() throws {
         let scratch = try ScratchDirectory()
         let counters = LockoutStore(directory: scratch("state"), lockWaitSeconds: 5, session: StoreSession())
@@ -92,7 +92,12 @@ struct StoreSessionTests {
             try save.lowering(tally)
         }
         #expect(try LockoutStore(directory: scratch("state"), lockWaitSeconds: 5).read(alice) == Tally())
-        #expect(try contents(scratch("state/alice")) == Tally().encoded())
+        // The counted write (generation 1) is still whole in the second slot; the settle
+        // (generation 2) is in the first.
+        let bytes = try contents(scratch("state/alice"))
+        #expect(bytes.count == 1024)
+        #expect(String(decoding: bytes[0..<512].prefix { $0 != 0 }, as: UTF8.self).hasPrefix("puff-tally 4\nfailures 0\n"))
+        #expect(String(decoding: bytes[512...].prefix { $0 != 0 }, as: UTF8.self).hasPrefix("puff-tally 4\nfailures 3\n"))
         #expect(try fileStatus(scratch("state/alice")).st_mode & 0o777 == 0o600)
         #expect(try directoryNames(scratch("state")).sorted() == [".alice.lock", "alice"])
     }
