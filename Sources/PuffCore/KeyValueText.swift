@@ -20,12 +20,13 @@ public enum RecordFormatError: Error, Equatable, Sendable {
 /// keys byte by byte instead of hashing them (hashing Strings into a Dictionary, and building
 /// the callers' key Sets, was most of a login's own work in the module).
 struct KeyValueFields {
-    fileprivate var keys: [String] = []
+    fileprivate var keys: [[UInt8]] = []
     fileprivate var values: [String] = []
 
     /// The value of `key`, or nil when the text has none.
     subscript(key: String) -> String? {
-        for (candidate, value) in zip(keys, values) where candidate.utf8.elementsEqual(key.utf8) { return value }
+        let wanted = Array(key.utf8)
+        for (candidate, value) in zip(keys, values) where candidate == wanted { return value }
         return nil
     }
 }
@@ -54,16 +55,14 @@ enum KeyValueText {
         var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         lines.removeLast() // the empty piece after the final newline
         guard let first = lines.first, first.elementsEqual(header.utf8) else { throw .badHeader }
-        func known(_ key: ArraySlice<UInt8>) -> Bool {
-            keys.contains { $0.utf8.elementsEqual(key) } || optional.contains { $0.utf8.elementsEqual(key) }
-        }
+        let allowed = (keys + optional).map { Array($0.utf8) }
         var fields = KeyValueFields()
         for line in lines.dropFirst() {
             guard let space = line.firstIndex(of: UInt8(ascii: " ")) else { throw .badText }
-            let keyBytes = line[..<space]
-            guard known(keyBytes) else { throw .unknownKey }
-            guard !fields.keys.contains(where: { $0.utf8.elementsEqual(keyBytes) }) else { throw .duplicateKey }
-            fields.keys.append(String(decoding: keyBytes, as: UTF8.self))
+            let key = Array(line[..<space])
+            guard allowed.contains(key) else { throw .unknownKey }
+            guard !fields.keys.contains(key) else { throw .duplicateKey }
+            fields.keys.append(key)
             fields.values.append(String(decoding: line[line.index(after: space)...], as: UTF8.self))
         }
         for key in keys where fields[key] == nil { throw .missingKey }
