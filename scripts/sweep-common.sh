@@ -42,7 +42,8 @@ record=$work/etc/users/$user
 counter=$work/state/$user
 stored_picture=$work/etc/pictures/$user
 
-# Minimum argon2id cost for speed; a huge deny so no lock interferes; nodelay.
+# Minimum argon2id cost for speed; a huge deny and no cap (max_failures=0) so no lock
+# interferes, however many wrong attempts come in a row; nodelay.
 mkdir -p -m 0700 "$work/etc" "$work/state"
 mkdir -p -m 0755 "$work/pam.d"
 printf 'kdf_ops = 1\nkdf_mem_kib = 8\n' >"$work/etc/puff.conf"
@@ -66,7 +67,7 @@ for _ in range(50):
     printf 'tpm_tcti = %s\ntpm_library = %s\n' "$tcti" "${PUFF_TPM_LIBRARY:-$PWD/build/puff-tpm.so}" >>"$work/etc/puff.conf"
     module_extra=" helper=${PUFF_HELPER:-$PWD/build/puff-check}"
 fi
-echo "auth required $module dir=$work/etc state_dir=$work/state conf=$work/etc/puff.conf nodelay deny=1000000$module_extra" \
+echo "auth required $module dir=$work/etc state_dir=$work/state conf=$work/etc/puff.conf nodelay deny=1000000 max_failures=0$module_extra" \
     >"$work/pam.d/puff-sweep"
 printf '%s\n' "$old_passcode" | "$enroll" passcode --user "$user" --type digits6 --stdin "${store[@]}" >/dev/null
 printf '%s\n%s\n' "$old_gesture" "$old_gesture" |
