@@ -87,12 +87,10 @@ public struct LockoutStore {
             return Held(lockFile: lockFile, counter: nil, tally: Tally(),
                         writer: Writer(state: state, file: file, inPlace: nil, generation: 0))
         }
-        try TrustedDirectory.checkFile(counter, path: path, .rootPrivate(maximumSize: Self.fileSize))
+        let links = try TrustedDirectory.checkFile(counter, path: path, .rootPrivate(maximumSize: Self.fileSize)).st_nlink
         let read: [UInt8]?
-        let links: nlink_t
         do throws(Errno) {
-            read = try counter.readAll(limit: Self.fileSize)
-            links = try counter.status().st_nlink
+            read = try counter.readAll(limit: Self.fileSize, regularFile: true)
         } catch {
             throw .system("read", path: path, error)
         }

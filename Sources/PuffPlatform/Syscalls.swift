@@ -30,9 +30,11 @@ public struct FileDescriptor: ~Copyable {
     }
 
     /// `read(2)` until end of file, refusing more than `limit` bytes.
-    /// Returns `nil` when the file holds more than `limit` bytes.
+    /// Returns `nil` when the file holds more than `limit` bytes. `regularFile`: the caller
+    /// checked that it is one, whose read returns less than asked only at its end, so a short
+    /// read ends it (one call for a small file instead of two).
     @inline(never)
-    public func readAll(limit: Int) throws(Errno) -> [UInt8]? {
+    public func readAll(limit: Int, regularFile: Bool = false) throws(Errno) -> [UInt8]? {
         // The buffer grows with what is read (up to limit + 1 bytes, one more than allowed, to
         // see a file that is too long): zeroing 64 KiB for a 200-byte record was a fifth of
         // the module's instructions in a login.
@@ -49,6 +51,7 @@ public struct FileDescriptor: ~Copyable {
             }
             if got == 0 { break }
             filled += got
+            if regularFile && filled < bytes.count { break }
         }
         guard filled <= limit else { return nil }
         bytes.removeLast(bytes.count - filled)

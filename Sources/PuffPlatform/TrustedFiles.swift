@@ -128,7 +128,7 @@ public struct TrustedDirectory: ~Copyable {
         guard let file = try openFile(name, requirement) else { return nil }
         let bytes: [UInt8]?
         do {
-            bytes = try file.readAll(limit: requirement.maximumSize)
+            bytes = try file.readAll(limit: requirement.maximumSize, regularFile: true)
         } catch {
             throw .system("read", path: path + "/" + name, error)
         }
@@ -160,9 +160,11 @@ public struct TrustedDirectory: ~Copyable {
         return try buffer.prefix(total)
     }
 
-    /// Checks an open file against `requirement` (regular, root, one link, mode, size).
+    /// Checks an open file against `requirement` (regular, root, one link, mode, size); its
+    /// status as checked.
+    @discardableResult
     public static func checkFile(_ file: borrowing FileDescriptor, path: String,
-                                 _ requirement: FileRequirement) throws(StoreError) {
+                                 _ requirement: FileRequirement) throws(StoreError) -> stat {
         let info: stat
         do {
             info = try file.status()
@@ -178,6 +180,7 @@ public struct TrustedDirectory: ~Copyable {
             throw .unsafe(path: path, reason: "mode \(String(info.st_mode & 0o7777, radix: 8)) too open")
         }
         guard info.st_size >= 0, info.st_size <= requirement.maximumSize else { throw .tooLarge(path: path) }
+        return info
     }
 
     /// How much of a replacement must be on disk when `replaceFile` returns.
