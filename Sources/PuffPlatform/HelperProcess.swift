@@ -177,31 +177,10 @@ public struct HelperProcess: Sendable {
                 return child
             }
         }
-        var actions = posix_spawn_file_actions_t()
-        guard posix_spawn_file_actions_init(&actions) == 0 else { throw failure("posix_spawn_file_actions_init") }
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        var attributes = posix_spawnattr_t()
-        guard posix_spawnattr_init(&attributes) == 0 else { throw failure("posix_spawnattr_init") }
-        defer { posix_spawnattr_destroy(&attributes) }
-
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        guard posix_spawn_file_actions_adddup2(&actions, stdin, 0) == 0,
-              posix_spawn_file_actions_adddup2(&actions, stdout, 1) == 0,
-              posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) == 0,
-              posix_spawnattr_setsigmask(&attributes, &empty) == 0,
-              posix_spawnattr_setsigdefault(&attributes, &defaults) == 0,
-              posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) == 0 else {
-            throw failure("posix_spawn setup")
-        }
-        return try withArguments(operation) { argv throws(StoreError) in
-            var envp: [UnsafeMutablePointer<CChar>?] = [nil]
-            var child: pid_t = 0
-            let result = posix_spawn(&child, path, &actions, &attributes, argv, &envp)
-            guard result == 0 else { throw failure("posix_spawn", result) }
-            return child
+        do {
+            return try ChildProcess.spawn(path, arguments: ["puff-check", operation], input: stdin, output: stdout)
+        } catch {
+            throw .system("posix_spawn", path: path, error)
         }
     }
 
