@@ -46,14 +46,11 @@ void puff_secret_free(void *secret, size_t size) {
     if (size == 0) size = 1;
     pthread_mutex_lock(&pool_lock);
     int pooled = in_pool(secret);
-    pthread_mutex_unlock(&pool_lock);
-    if (!pooled) {
-        sodium_free(secret);
-        return;
+    if (pooled) {
+        sodium_memzero(secret, size);
+        pool_live -= 1;
+        if (pool_live == 0) pool_used = 0;
     }
-    sodium_memzero(secret, size);
-    pthread_mutex_lock(&pool_lock);
-    pool_live -= 1;
-    if (pool_live == 0) pool_used = 0;
     pthread_mutex_unlock(&pool_lock);
+    if (!pooled) sodium_free(secret);
 }
