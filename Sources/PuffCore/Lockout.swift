@@ -153,8 +153,12 @@ public struct Tally: Equatable, Sendable {
 
     /// The on-disk text: a version line, then `key value` lines.
     public func encoded() -> [UInt8] {
+        Array("puff-tally 3\n".utf8) + fieldLines()
+    }
+
+    /// The fields of versions 3 and 4, a `key value` line each.
+    private func fieldLines() -> [UInt8] {
         Array("""
-        puff-tally 3
         failures \(failures)
         last-failure \(lastFailure)
         locked-until \(lockedUntil)
@@ -172,15 +176,11 @@ public struct Tally: Equatable, Sendable {
     /// `generation`, the number of this write (the file's newer slot is the one with the larger
     /// number). The store frames it (a check line, padding) and chooses the slot.
     public func encodedSlot(generation: UInt64) -> [UInt8] {
-        var text = encoded()
-        text.replaceSubrange(0..<13, with: Array("puff-tally 4\n".utf8))
-        text.append(contentsOf: Array("generation \(generation)\n".utf8))
-        return text
+        Array("puff-tally 4\n".utf8) + fieldLines() + Array("generation \(generation)\n".utf8)
     }
 
     /// Parses `encodedSlot(generation:)` output strictly: the tally and its generation.
     public static func decodeSlot(_ bytes: some Collection<UInt8>) throws(RecordFormatError) -> (Tally, generation: UInt64) {
-        guard bytes.starts(with: Array("puff-tally 4\n".utf8)) else { throw .badHeader }
         let fields = try KeyValueText.parse(bytes, header: "puff-tally 4", maximumSize: maximumEncodedSize,
                                             keys: version4Keys, optional: [])
         guard let text = fields["generation"], let generation = UInt64(text), String(generation) == text else {
