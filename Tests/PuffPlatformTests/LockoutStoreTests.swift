@@ -98,6 +98,13 @@ struct LockoutStoreTests {
         #expect(try counters.read(alice) == Tally(failures: 11, lastFailure: 300))
     }
 
+    /// The slots' check pinned to a value computed outside the code (`printf abc | b2sum -l 128`),
+    /// so the writer and the readers (this suite's, `RawCounter`'s) cannot agree on a wrong digest.
+    @Test("the slot check is BLAKE2b-128")
+    func checkDigestKnownAnswer() {
+        #expect(Sodium.checkDigest(Array("abc".utf8)) == "cf4ab791c62b8d2b2109c90275287816")
+    }
+
     @Test("the newer whole slot is the counter; a whole slot that does not parse damages the counter")
     func newerSlot() throws {
         let scratch = try ScratchDirectory()
