@@ -2,6 +2,8 @@
 // gesture-bench) and the gesture tests, without Foundation: one copy for all three. Never
 // used for anything secret (that is libsodium's randombytes).
 
+import Glibc
+
 /// SplitMix64 (Steele, Lea, Flood 2014): small, fast, and the same sequence for the same seed,
 /// so a simulation or a test is reproducible.
 public struct SplitMix64 {
@@ -29,6 +31,13 @@ public struct SplitMix64 {
     /// Uniform integer in 0..<count.
     public mutating func below(_ count: Int) -> Int {
         Int(next() % UInt64(count))
+    }
+
+    /// Normal with mean 0 and standard deviation `sigma` (Box–Muller).
+    public mutating func gaussian(_ sigma: Double) -> Double {
+        let u = max(uniform(0, 1), 1e-300)
+        let v = uniform(0, 1)
+        return sigma * (-2 * log(u)).squareRoot() * cos(2 * Double.pi * v)
     }
 }
 

@@ -5,17 +5,8 @@ import Glibc
 import PuffCore
 import PuffSimulation
 
-/// The simulation's generator (PuffSimulation), with a normal distribution added.
+/// The simulation's generator (PuffSimulation).
 typealias Random = SplitMix64
-
-extension SplitMix64 {
-    /// Normal with mean 0 and standard deviation `sigma` (Box–Muller).
-    mutating func gaussian(_ sigma: Double) -> Double {
-        let u = max(uniform(0, 1), 1e-300)
-        let v = uniform(0, 1)
-        return sigma * (-2 * log(u)).squareRoot() * cos(2 * Double.pi * v)
-    }
-}
 
 /// A point in picture pixels.
 struct Point {

@@ -1,5 +1,6 @@
 import Testing
 @testable import PuffCore
+import PuffSimulation
 
 /// Version 3: the consensus template, the learned spreads and their bounds, the enrollment
 /// steps, verification, the declared resolution and the migration of older templates.
@@ -208,13 +209,65 @@ struct GestureConsensusTests {
         "puff-gesture:1:1000x750:p 0,0 1000,0 1000,750 0,750 0,0 1000,750;t 1000,750;p 0,750 1000,0",
         "puff-gesture:1:1000x750:p 100,600 400,400;t 650,300;p 850,150 850,550",
         "puff-gesture:2:1000x750:13.889x27.778:p 6.944,13.889 201.389,13.889 201.389,291.667;t 493.056,402.778;p 500,100 600,300",
+        "puff-gesture:1:1000x750:p 00,750 0,570 0,750;t 1000,750;p 0,750 1000,0",
     ])
     func ownTemplate(wire: String) throws {
         // The first was found by the fuzzer: the stored shape was resampled a second time at
-        // verification, cutting its corners again.
+        // verification, cutting its corners again. The last too (CI's fuzz run): a stroke out
+        // and back along one line fits reversed as well as forward, and rounding made the
+        // reversed fit the smaller one.
         let gesture = try GestureWire.parse(Array(wire.utf8))
         let template = try GestureEnroller.build(drawings: [gesture, gesture])
         #expect(GestureMatcher.verify(template, gesture).passed)
+    }
+
+    @Test("a stroke out and back along one line: its owner is not refused for its direction")
+    func retracedStroke() throws {
+        // The hand model: the whole drawing moved by σ 8 px, each part by σ 4 px on its own, and
+        // each point by σ 3 px; the return leg of the first stroke is drawn beside the way out
+        // (σ 4 px sideways), never exactly on it. The reversed fit of such a stroke is as good as
+        // the forward one. With a bare `backward < forward` as the order rule, 45 of these 200
+        // owners could not enroll (their confirmation refused for its direction) and half the
+        // others' logins were refused; with the margin, 0 and 1 in 4000 (seeds 1–200, 20 each).
+        var random = SplitMix64(seed: 1)
+        func drawing() -> Gesture {
+            let whole = (random.gaussian(8), random.gaussian(8))
+            func jitter(_ point: GesturePoint, _ part: (Double, Double)) -> GesturePoint {
+                GesturePoint(x: point.x + whole.0 + part.0 + random.gaussian(3),
+                             y: point.y + whole.1 + part.1 + random.gaussian(3))
+            }
+            let first = (random.gaussian(4), random.gaussian(4))
+            let aside = random.gaussian(4)
+            let out = (0...20).map { GesturePoint(x: 300, y: 600 - 15 * Double($0)) }
+            let back = (1...20).map { GesturePoint(x: 300 + aside, y: 300 + 15 * Double($0)) }
+            let tap = (random.gaussian(4), random.gaussian(4))
+            let last = (random.gaussian(4), random.gaussian(4))
+            return Gesture(width: 1000, height: 750, parts: [
+                GesturePart(kind: .path, points: (out + back).map { jitter($0, first) }),
+                GesturePart(kind: .tap, points: [jitter(GesturePoint(x: 650, y: 300), tap)]),
+                GesturePart(kind: .path, points: (0...40).map {
+                    jitter(GesturePoint(x: 800 - 5 * Double($0), y: 150 + 10 * Double($0)), last)
+                }),
+            ])
+        }
+        var refusedEnrollments = 0, logins = 0, passed = 0, refusedForOrder = 0
+        for owner in 1...60 {
+            random = SplitMix64(seed: UInt64(owner))
+            guard let template = try? GestureEnroller.build(drawings: [drawing(), drawing(), drawing()]) else {
+                refusedEnrollments += 1
+                continue
+            }
+            for _ in 0..<10 {
+                let result = GestureMatcher.verify(template, drawing())
+                logins += 1
+                if result.passed { passed += 1 }
+                if result.parts.contains(where: { $0.failedRule == .order }) { refusedForOrder += 1 }
+            }
+        }
+        #expect(refusedEnrollments == 0, "\(refusedEnrollments) of 60 owners could not enroll")
+        #expect(refusedForOrder == 0, "\(refusedForOrder) of \(logins) logins refused for their direction")
+        // The rest of the model still holds: nearly every login passes.
+        #expect(passed * 100 >= logins * 98, "\(passed) of \(logins) passed")
     }
 
     @Test("the score limit follows χ² quantiles (Wilson–Hilferty)", arguments: [

@@ -36,8 +36,9 @@
 /// measured the alternative, a share of the cell's variance added at login: it helps an owner
 /// enrolled with exact pixels who logs in through puff-pad, and lets a coarse-declaring
 /// onlooker in as much more (docs/gesture-format.md has the trade-off).
-/// A path must also keep the kind, direction (`order`), length and box (`overflow`) rules
-/// and a shape within the stored hard cap (`coverage`).
+/// A path must also keep the kind, direction (`order`: it fails when the reversed alignment
+/// fits better by more than `orderMargin` times the path's shape variance), length and box
+/// (`overflow`) rules and a shape within the stored hard cap (`coverage`).
 ///
 /// Like version 2, every one of the `GestureLimits.maximumParts` slots is evaluated every time.
 enum GestureConsensus {
@@ -53,6 +54,12 @@ enum GestureConsensus {
     static let priorWeight = 0.5
     /// Added in quadrature to a path's place spread: trimming the ends moves its centroid.
     static let pathPlaceFloor = 0.002
+    /// How much better (in the path's shape variance) the reversed alignment must fit before a
+    /// path counts as drawn backwards: under the score's model the reversed reading is then
+    /// e⁴ ≈ 55 times as likely. A stroke that retraces itself fits both ways alike and is
+    /// never refused for its direction; `make gesture-eval`'s backwards attack stays at 0 %
+    /// with any margin from 0 to 6 (the score refuses it too).
+    static let orderMargin = 4.0
     /// Weight of the shape terms in the score (in degrees of freedom per path).
     static let shapeWeight = 2.0
     /// Standard normal quantile of the whole score's limit (96.4 %).
@@ -330,7 +337,12 @@ enum GestureConsensus {
                 rule = nil
             } else if !overflowOK {
                 rule = .overflow
-            } else if backward < forward {
+            } else if forward - backward > orderMargin * max(shapeVariance, 1e-12) {
+                // Reversed, the stroke fits clearly better (`orderMargin`). A stroke that
+                // retraces itself (out and back along one line) fits both ways alike, so a bare
+                // `backward < forward` refused its owner on rounding or on an ordinary hand's
+                // noise (half the logins, a quarter of enrollments), while its reverse is the
+                // same stroke anyway.
                 rule = .order
             } else if !(forward <= model.shapeCap * model.shapeCap) {
                 rule = .coverage
