@@ -100,7 +100,7 @@ enum Shapes {
 
     /// A random path part of a random kind around `centre`.
     static func randomPath(around centre: Point, random: inout Random) -> [Point] {
-        switch random.below(4) {
+        switch random.below(5) {
         case 0:
             let angle = random.uniform(0, 2 * Double.pi)
             let half = random.uniform(60, 200)
@@ -112,6 +112,15 @@ enum Shapes {
                           start: random.uniform(0, 2 * Double.pi), clockwise: random.below(2) == 0)
         case 2:
             return outline(centre: centre, radius: random.uniform(50, 130), random: &random)
+        case 3:
+            // Out and back along one line (a stroke underlining something twice), the way back
+            // a few pixels beside the way out: its reverse is the same stroke.
+            let angle = random.uniform(0, 2 * Double.pi)
+            let half = random.uniform(60, 200)
+            let aside = random.uniform(-12, 12)
+            let start = Point(x: centre.x - half * cos(angle), y: centre.y - half * sin(angle))
+            let end = Point(x: centre.x + half * cos(angle), y: centre.y + half * sin(angle))
+            return polyline([start, end, Point(x: start.x - aside * sin(angle), y: start.y + aside * cos(angle))])
         default:
             let angle = random.uniform(0, 2 * Double.pi)
             let length = random.uniform(150, 300)
