@@ -24,7 +24,8 @@ SWIFT       ?= swift
 SWIFTC      ?= swiftc
 
 # Embedded Swift. Embedded/Glibc stands in for the Glibc overlay Embedded Swift lacks, so the
-# shared sources say `import Glibc` in both builds. Strings need the toolchain's Unicode tables.
+# shared sources say `import Glibc` in both builds. The helper's Strings need the toolchain's
+# Unicode tables; the module's do not (MODULE_LINK, below).
 # The one libm function reached (ceil, for Dictionary and Set) is Embedded/Glibc/ceil.c, so
 # neither binary needs libm; --as-needed keeps only the libraries a binary calls (the helper
 # opens libpam itself when it first needs it, and calls nothing of libaudit). No autolinking:
@@ -43,9 +44,17 @@ EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARG
 	-Xfrontend -function-sections -Xfrontend -disable-all-autolinking -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM \
 	-I Sources/CAudit -I Sources/CPuffBuild/include -I Sources/CSpawn/include -I Sources/CModuleStart/include -I Sources/CHelperStart/include \
 	-I Sources/CTPM/include
-EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -lswiftUnicodeDataTables -Xlinker --as-needed -Xlinker -lsodium -Xlinker -lpam -Xlinker -laudit -use-ld=lld -Xlinker --gc-sections \
+EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -Xlinker --as-needed -Xlinker -lsodium -Xlinker -lpam -Xlinker -laudit -use-ld=lld -Xlinker --gc-sections \
 	-Xlinker --icf=safe -Xlinker -mllvm -Xlinker -enable-machine-outliner=always -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro -Xlinker --build-id
+# The module compares, matches and cuts text as UTF-8 bytes (Sources/PuffCore/ByteText.swift), so
+# it needs none of the standard library's Unicode tables: it is linked without them and with
+# `-z defs`, and a String operation that needs normalization or grapheme breaking (`==` or a
+# `switch` on Strings, String keys of a Set or Dictionary, `split` or `dropLast` by Character)
+# fails its link with an undefined `_swift_stdlib_*` symbol instead of adding ~50 KB to it. The
+# helper still uses them (enrollment's String sets, among others).
+MODULE_LINK     := -Xlinker -z -Xlinker defs
+HELPER_LINK     := -lswiftUnicodeDataTables
 CORE_SOURCES     := $(shell find Sources/PuffCore -name '*.swift' | sort)
 PLATFORM_SOURCES := $(shell find Sources/PuffPlatform -name '*.swift' | sort)
 FLEET_SOURCES    := $(shell find Sources/PuffFleet -name '*.swift' | sort)
@@ -100,7 +109,8 @@ module: deps build/pam_puff.so build/puff-ldap.so build/puff-tpm.so
 # embedded object depends on Glibc.o, so a change of flags rebuilds them all.
 $(EMBEDDED)/flags: FORCE
 	@mkdir -p $(EMBEDDED)
-	@echo '$(EMBEDDED_FLAGS) $(EMBEDDED_LINK)' | cmp -s - $@ || echo '$(EMBEDDED_FLAGS) $(EMBEDDED_LINK)' > $@
+	@echo '$(EMBEDDED_FLAGS) $(EMBEDDED_LINK) $(MODULE_LINK) $(HELPER_LINK)' | cmp -s - $@ \
+		|| echo '$(EMBEDDED_FLAGS) $(EMBEDDED_LINK) $(MODULE_LINK) $(HELPER_LINK)' > $@
 
 $(EMBEDDED)/Glibc.o: Embedded/Glibc/Glibc.swift Embedded/Glibc/CGlibc/shim.h Embedded/Glibc/CGlibc/module.modulemap $(EMBEDDED)/flags
 	mkdir -p $(EMBEDDED)
@@ -206,7 +216,7 @@ build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.m
 	$(SWIFTC) -I $(EMBEDDED)/module $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPAM -emit-library -o $(EMBEDDED)/pam_puff.so \
 		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/module/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
 		$(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o \
-		$(EMBEDDED_LINK) \
+		$(EMBEDDED_LINK) $(MODULE_LINK) \
 		-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map -Xlinker -z -Xlinker nodelete
 	mkdir -p build
 	install -m 0644 $(EMBEDDED)/pam_puff.so $@
@@ -217,7 +227,7 @@ build/puff-check: $(HELPER_SOURCES) Sources/CPAM/shim.h $(EMBEDDED)/PuffPlatform
 		$(HELPER_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/PuffFleet.o \
 		$(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o $(EMBEDDED)/CTPM.o \
 		$(EMBEDDED)/HelperStart.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o \
-		$(EMBEDDED_LINK) -Xlinker -pie
+		$(HELPER_LINK) $(EMBEDDED_LINK) -Xlinker -pie
 	mkdir -p build
 	install -m 0755 $(EMBEDDED)/puff-check $@
 

@@ -4,11 +4,17 @@
 /// `OptionParser.apply` hands every key it does not know to `apply(_:_:)` here.
 public struct DirectorySettings: Equatable, Sendable {
     /// Where records and counters live.
-    public enum Backend: String, Equatable, Sendable {
+    public enum Backend: String, CaseIterable, Equatable, Sendable {
         /// `/etc/puff` and `/var/lib/puff` on this host (the default).
         case files
         /// An LDAP directory shared by the fleet; the local counter is kept too.
         case ldap
+
+        /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
+        public init?(rawValue: String) {
+            guard let found = Self.matching(bytesOf: rawValue) else { return nil }
+            self = found
+        }
     }
 
     /// How the host authenticates to the directory.
@@ -62,7 +68,7 @@ public struct DirectorySettings: Equatable, Sendable {
     public var isEnabled: Bool { backend == .ldap }
 
     /// Whether every URI needs StartTLS (`ldap://`).
-    public var startTLS: Bool { uris.first?.hasPrefix("ldap://") ?? false }
+    public var startTLS: Bool { uris.first?.hasBytePrefix("ldap://") ?? false }
 
     /// The bind the settings describe.
     public var bind: Bind {
@@ -71,9 +77,15 @@ public struct DirectorySettings: Equatable, Sendable {
     }
 
     /// The keys of `apply`.
-    enum Key: String {
+    enum Key: String, CaseIterable {
         case backend, ldap_uri, ldap_base, ldap_bind_dn, ldap_bind_pw_file, ldap_ca_file, ldap_network_timeout
         case ldap_timeout, fleet_key, fleet_host, ldap_library, ldap_cache_ttl
+
+        /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
+        init?(rawValue: String) {
+            guard let found = Self.matching(bytesOf: rawValue) else { return nil }
+            self = found
+        }
     }
 
     /// Applies one fleet key; `false` when `key` is not one of them. A bad value throws.
@@ -87,13 +99,13 @@ public struct DirectorySettings: Equatable, Sendable {
         }
         func path() throws(OptionError) -> String {
             let raw = try text(4095)
-            guard raw.first == "/", !raw.split(separator: "/").contains("..") else {
+            guard OptionParser.isAbsolutePathWithoutParent(raw[...]) else {
                 throw OptionError(key: key, reason: "must be an absolute path without '..'")
             }
             return raw
         }
         func seconds() throws(OptionError) -> Int64 {
-            guard let parsed = OptionParser.duration(try text(16)), (1...120).contains(parsed) else {
+            guard let parsed = OptionParser.duration(try text(16)[...]), (1...120).contains(parsed) else {
                 throw OptionError(key: key, reason: "must be a duration of 1 to 120 seconds")
             }
             return parsed
@@ -106,13 +118,19 @@ public struct DirectorySettings: Equatable, Sendable {
             }
             backend = chosen
         case .ldap_uri:
-            let list = try text().split(separator: ",").map(String.init)
+            let list = try text().splitBytes(at: UInt8(ascii: ",")).map(String.init)
             guard (1...8).contains(list.count) else { throw OptionError(key: key, reason: "must list 1 to 8 URIs") }
-            let schemes = Set(list.map { uri in uri.prefix { $0 != ":" } })
-            guard schemes.isSubset(of: ["ldapi", "ldaps", "ldap"]), list.allSatisfy({ uri in uri.dropFirst(uri.prefix { $0 != ":" }.count).hasPrefix("://") }) else {
-                throw OptionError(key: key, reason: "only ldapi://, ldaps:// and ldap:// (with StartTLS) URIs are accepted")
+            // Each URI's scheme: the bytes before its first ':', which must begin "://".
+            var schemes: [Substring] = []
+            for uri in list {
+                guard let colon = uri.utf8.firstIndex(of: UInt8(ascii: ":")), uri[colon...].hasBytePrefix("://"),
+                      case let scheme = uri[..<colon],
+                      scheme.sameBytes(as: "ldapi") || scheme.sameBytes(as: "ldaps") || scheme.sameBytes(as: "ldap") else {
+                    throw OptionError(key: key, reason: "only ldapi://, ldaps:// and ldap:// (with StartTLS) URIs are accepted")
+                }
+                schemes.append(scheme)
             }
-            guard !schemes.contains("ldap") || schemes.count == 1 else {
+            guard schemes.allSatisfy({ $0.sameBytes(as: "ldap") }) || !schemes.contains(where: { $0.sameBytes(as: "ldap") }) else {
                 throw OptionError(key: key, reason: "ldap:// (StartTLS) cannot be mixed with ldapi:// or ldaps:// URIs")
             }
             uris = list
@@ -126,7 +144,7 @@ public struct DirectorySettings: Equatable, Sendable {
         case .fleet_host: hostName = try text(255)
         case .ldap_library: libraryPath = try path()
         case .ldap_cache_ttl:
-            guard let parsed = OptionParser.duration(try text(16)), (0...Self.maximumCacheTTL).contains(parsed) else {
+            guard let parsed = OptionParser.duration(try text(16)[...]), (0...Self.maximumCacheTTL).contains(parsed) else {
                 throw OptionError(key: key, reason: "must be 0 (no cache) or a duration of at most 90 days, like 3d")
             }
             cacheTTL = parsed

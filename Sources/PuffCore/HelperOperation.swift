@@ -1,6 +1,6 @@
 /// What a caller asks `puff-check` to do (its one argument), shared by the helper and its
 /// one client (PuffPlatform's `HelperClient`).
-public enum HelperOperation: String, Equatable, Sendable {
+public enum HelperOperation: String, CaseIterable, Equatable, Sendable {
     /// The state before the prompt; nothing on standard input.
     case query
     /// One attempt; the secret is standard input.
@@ -26,6 +26,12 @@ public enum HelperOperation: String, Equatable, Sendable {
     /// Root only: a failure `serviceVerify` counted taken back (the module's `authsucc` line);
     /// the framed request of `serviceQuery`, then the failure as `serviceVerify` gave it.
     case serviceTakeBack = "service-take-back"
+
+    /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
+    public init?(rawValue: String) {
+        guard let found = Self.matching(bytesOf: rawValue) else { return nil }
+        self = found
+    }
 
     /// Whether the operation serves a root caller for a named user.
     public var isService: Bool {

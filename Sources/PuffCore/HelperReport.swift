@@ -4,7 +4,7 @@
 /// PuffPlatform's HelperReportMapping.swift.
 public struct HelperReport: Equatable, Sendable {
     /// What the helper did.
-    public enum Outcome: String, Equatable, Sendable {
+    public enum Outcome: String, CaseIterable, Equatable, Sendable {
         /// `query`: the state before the prompt.
         case state
         /// `verify`: the attempt verified.
@@ -17,6 +17,12 @@ public struct HelperReport: Equatable, Sendable {
         case passcodeRequired = "passcode-required"
         /// The caller has no Puff record (the dummy verification ran for `verify`).
         case notEnrolled = "not-enrolled"
+
+        /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
+        public init?(rawValue: String) {
+            guard let found = Self.matching(bytesOf: rawValue) else { return nil }
+            self = found
+        }
     }
 
     /// What happened.
@@ -64,18 +70,18 @@ public struct HelperReport: Equatable, Sendable {
         guard let outcomeText = fields["outcome"], let outcome = Outcome(rawValue: outcomeText),
               let lockText = fields["lock"], let lock = decodeLock(lockText),
               let acceptsText = fields["accepts"], let acceptance = decodeAcceptance(acceptsText),
-              let failuresText = fields["failures"], let failures = UInt32(failuresText), String(failures) == failuresText else {
+              let failuresText = fields["failures"], let failures = UInt32(failuresText), String(failures).sameBytes(as: failuresText) else {
             throw .badValue
         }
         return HelperReport(outcome: outcome, lock: lock, acceptance: acceptance, failures: failures)
     }
 
     private static func decodeLock(_ text: String) -> LockStatus? {
-        if text == "open" { return .open }
-        if text == "reset" { return .lockedUntilReset }
-        let words = text.split(separator: " ", omittingEmptySubsequences: false)
-        guard words.count == 2, words[0] == "seconds", let seconds = Int64(words[1]), seconds > 0,
-              String(seconds) == words[1] else { return nil }
+        if text.sameBytes(as: "open") { return .open }
+        if text.sameBytes(as: "reset") { return .lockedUntilReset }
+        let words = text.splitBytes(at: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        guard words.count == 2, words[0].sameBytes(as: "seconds"), let seconds = Int64(words[1]), seconds > 0,
+              String(seconds).sameBytes(as: words[1]) else { return nil }
         return .locked(secondsLeft: seconds)
     }
 
@@ -90,21 +96,19 @@ public struct HelperReport: Equatable, Sendable {
     }
 
     private static func decodeReason(_ text: Substring) -> PasscodeReason?? {
-        switch text {
-        case "-": return .some(nil)
-        case "administrator": return .administrator
-        case "restarted": return .restarted
-        default:
-            let pieces = text.split(separator: ":", omittingEmptySubsequences: false)
-            guard pieces.count == 2 else { return nil }
-            if pieces[0] == "gesture-failures", let count = UInt32(pieces[1]), String(count) == pieces[1] {
-                return .gestureFailures(count)
-            }
-            if pieces[0] == "unused", let interval = Int64(pieces[1]), interval > 0, String(interval) == pieces[1] {
-                return .unused(interval: interval)
-            }
-            return nil
+        if text.sameBytes(as: "-") { return .some(nil) }
+        if text.sameBytes(as: "administrator") { return .administrator }
+        if text.sameBytes(as: "restarted") { return .restarted }
+        let pieces = text.splitBytes(at: UInt8(ascii: ":"), omittingEmptySubsequences: false)
+        guard pieces.count == 2 else { return nil }
+        if pieces[0].sameBytes(as: "gesture-failures"), let count = UInt32(pieces[1]), String(count).sameBytes(as: pieces[1]) {
+            return .gestureFailures(count)
         }
+        if pieces[0].sameBytes(as: "unused"), let interval = Int64(pieces[1]), interval > 0,
+           String(interval).sameBytes(as: pieces[1]) {
+            return .unused(interval: interval)
+        }
+        return nil
     }
 
     private static func encode(_ acceptance: Acceptance) -> String {
@@ -117,15 +121,14 @@ public struct HelperReport: Equatable, Sendable {
     }
 
     private static func decodeAcceptance(_ text: String) -> Acceptance? {
-        let words = text.split(separator: " ", omittingEmptySubsequences: false)
+        let words = text.splitBytes(at: UInt8(ascii: " "), omittingEmptySubsequences: false)
         guard words.count == 3, let reason = decodeReason(words[2]) else { return nil }
+        let kind = words[0], noType = words[1].sameBytes(as: "-")
         let type = PasscodeType(rawValue: String(words[1]))
-        switch (words[0], type, reason) {
-        case ("both", .some(let type), .none): return .passcodeOrGesture(type)
-        case ("passcode", .some(let type), let reason): return .passcodeOnly(type, because: reason)
-        case ("gesture", .none, .none) where words[1] == "-": return .gestureOnly
-        case ("refused", .none, let reason) where words[1] == "-": return .refused(reason)
-        default: return nil
-        }
+        if kind.sameBytes(as: "both"), let type, reason == nil { return .passcodeOrGesture(type) }
+        if kind.sameBytes(as: "passcode"), let type { return .passcodeOnly(type, because: reason) }
+        if kind.sameBytes(as: "gesture"), noType, reason == nil { return .gestureOnly }
+        if kind.sameBytes(as: "refused"), noType { return .refused(reason) }
+        return nil
     }
 }

@@ -114,6 +114,15 @@ public struct Tally: Equatable, Sendable {
         return tally
     }
 
+    /// Every field equal, the boot id by its bytes (ByteText.swift); written out instead of
+    /// derived, which would compare the boot id by Unicode canonical equivalence.
+    public static func == (left: Tally, right: Tally) -> Bool {
+        left.failures == right.failures && left.lastFailure == right.lastFailure && left.lockedUntil == right.lockedUntil
+            && left.gestureFailures == right.gestureFailures && left.passcodeAt == right.passcodeAt
+            && left.passcodeBoot.sameBytes(as: right.passcodeBoot) && left.adminLock == right.adminLock
+            && left.serial == right.serial && left.clearedSerial == right.clearedSerial && left.isDamaged == right.isDamaged
+    }
+
     /// An empty tally.
     public init(failures: UInt32 = 0, lastFailure: Int64 = 0, lockedUntil: Int64 = 0) {
         self.failures = failures
@@ -183,7 +192,7 @@ public struct Tally: Equatable, Sendable {
     public static func decodeSlot(_ bytes: some Collection<UInt8>) throws(RecordFormatError) -> (Tally, generation: UInt64) {
         let fields = try KeyValueText.parse(bytes, header: "puff-tally 4", maximumSize: maximumEncodedSize,
                                             keys: version4Keys, optional: [])
-        guard let text = fields["generation"], let generation = UInt64(text), String(generation) == text else {
+        guard let text = fields["generation"], let generation = UInt64(text), String(generation).sameBytes(as: text) else {
             throw .badValue
         }
         return (try tally(from: fields, version: 3), generation)
@@ -217,7 +226,7 @@ public struct Tally: Equatable, Sendable {
         // Canonical decimal only: Swift's parsers also take "+1", "-0" and "01". Every field is a
         // count or a time that cannot be negative: one parser (UInt64), then each field's range.
         func canonical(_ key: String) -> UInt64? {
-            guard let text = fields[key], let value = UInt64(text), String(value) == text else { return nil }
+            guard let text = fields[key], let value = UInt64(text), String(value).sameBytes(as: text) else { return nil }
             return value
         }
         guard let failures = canonical("failures").flatMap(UInt32.init(exactly:)),
@@ -229,13 +238,13 @@ public struct Tally: Equatable, Sendable {
         if version == 1 { return tally }
         guard let gestureFailures = canonical("gesture-failures").flatMap(UInt32.init(exactly:)),
               let passcodeAt = canonical("passcode-at").flatMap(Int64.init(exactly:)),
-              let boot = fields["passcode-boot"], boot == "-" || BootID.isValid(boot),
+              let boot = fields["passcode-boot"], boot.sameBytes(as: "-") || BootID.isValid(boot),
               let adminLock = canonical("admin-lock"), adminLock <= 1 else {
             throw .badValue
         }
         tally.gestureFailures = gestureFailures
         tally.passcodeAt = passcodeAt
-        tally.passcodeBoot = boot == "-" ? "" : boot
+        tally.passcodeBoot = boot.sameBytes(as: "-") ? "" : boot
         tally.adminLock = adminLock == 1
         if version == 2 { return tally }
         guard let serial = canonical("serial"),

@@ -121,11 +121,17 @@ public enum OptionParser {
     }
 
     /// The keys of `apply` (fleet mode's are DirectorySettings's).
-    enum Key: String {
+    enum Key: String, CaseIterable {
         case dir, state_dir, conf, helper, nullok, nullok_prompt, tell_state, debug, silent, nodelay, try_first_pass, use_first_pass, authsucc
         case even_deny_root, root_exempt, max_failures, min_passcode, deny, fail_interval, unlock_time, delays
         case gesture_tries, passcode_interval, gesture_after_reboot, lock_wait, gesture_raster, gesture_tolerance
         case gesture_hit_ratio, gesture_overflow, kdf_ops, kdf_mem_kib
+
+        /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
+        init?(rawValue: String) {
+            guard let found = Self.matching(bytesOf: rawValue) else { return nil }
+            self = found
+        }
     }
 
     /// Applies one token. Unknown keys are returned as warnings (the caller logs them);
@@ -134,9 +140,9 @@ public enum OptionParser {
                              from source: Source) throws(OptionError) -> String? {
         let key: Substring
         let value: Substring?
-        if let equals = token.firstIndex(of: "=") {
+        if let equals = token.utf8.firstIndex(of: UInt8(ascii: "=")) {
             key = token[..<equals]
-            value = token[token.index(after: equals)...]
+            value = token[token.utf8.index(after: equals)...]
         } else {
             key = token[...]
             value = nil
@@ -153,8 +159,7 @@ public enum OptionParser {
         }
         func path() throws(OptionError) -> String {
             let raw = try text()
-            guard raw.first == "/", raw.utf8.count < 4096, !raw.contains("\0"),
-                  !raw.split(separator: "/").contains("..") else {
+            guard Self.isAbsolutePathWithoutParent(raw), raw.utf8.count < 4096, !raw.utf8.contains(0) else {
                 throw OptionError(key: name, reason: "must be an absolute path without '..'")
             }
             return String(raw)
@@ -202,7 +207,7 @@ public enum OptionParser {
         case .tell_state:
             // Lowercase only: libpam lowercases the service name (pam_start, pam_set_item), so
             // an entry with a capital would never match.
-            let services = try text().split(separator: ",", omittingEmptySubsequences: false)
+            let services = try text().splitBytes(at: UInt8(ascii: ","), omittingEmptySubsequences: false)
             guard services.count <= 16, services.allSatisfy({ (1...64).contains($0.utf8.count) && $0.utf8.allSatisfy(Self.isServiceNameByte) }) else {
                 throw OptionError(key: name, reason: "must list 1 to 16 PAM service names (lowercase letters, digits, '.', '_', '+', '-')")
             }
@@ -229,7 +234,7 @@ public enum OptionParser {
         case .fail_interval: options.lockout.failInterval = try duration()
         case .unlock_time: options.lockout.delays = [try duration()]
         case .delays:
-            let items = try text().split(separator: ",", omittingEmptySubsequences: false)
+            let items = try text().splitBytes(at: UInt8(ascii: ","), omittingEmptySubsequences: false)
             var delays: [Int64] = []
             for item in items {
                 guard let seconds = Self.duration(item) else {
@@ -308,19 +313,27 @@ public enum OptionParser {
     }
 
     /// A non-negative decimal with at most 3 fraction digits (`4.5`), as a `Double`.
-    static func decimal(_ text: some StringProtocol) -> Double? {
-        let pieces = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
-        guard let whole = integer(pieces[0]), whole <= 1_000_000 else { return nil }
-        guard pieces.count == 2 else { return Double(whole) }
-        guard (1...3).contains(pieces[1].count), let fraction = integer(pieces[1]) else { return nil }
+    static func decimal(_ text: Substring) -> Double? {
+        let dot = text.utf8.firstIndex(of: UInt8(ascii: "."))
+        guard let whole = integer(text[..<(dot ?? text.endIndex)]), whole <= 1_000_000 else { return nil }
+        guard let dot else { return Double(whole) }
+        let digits = text[text.utf8.index(after: dot)...]
+        guard (1...3).contains(digits.utf8.count), let fraction = integer(digits) else { return nil }
         var scale = 1.0
-        for _ in 0..<pieces[1].count { scale *= 10 }
+        for _ in 0..<digits.utf8.count { scale *= 10 }
         return Double(whole) + Double(fraction) / scale
     }
 
+    /// Whether `path` starts with "/" and has no ".." component, cut at every "/" byte as the
+    /// kernel cuts it (a `Character` split would not cut at a "/" followed by a combining mark,
+    /// and would let "/etc/../\u{301}x" through).
+    static func isAbsolutePathWithoutParent(_ path: Substring) -> Bool {
+        path.utf8.first == UInt8(ascii: "/")
+            && !path.splitBytes(at: UInt8(ascii: "/")).contains { $0.sameBytes(as: "..") }
+    }
+
     /// Seconds from `90`, `90s`, `5m`, `2h` or `1d`; at most 365 days.
-    static func duration(_ text: some StringProtocol) -> Int64? {
-        let text = Substring(text)
+    static func duration(_ text: Substring) -> Int64? {
         // The unit is one ASCII letter, so its last byte is the whole of it; none means seconds.
         let unit: Int64? = switch text.utf8.last {
         case UInt8(ascii: "s"): 1
@@ -329,7 +342,7 @@ public enum OptionParser {
         case UInt8(ascii: "d"): 86400
         default: nil
         }
-        let digits = unit == nil ? text : text.dropLast()
+        let digits = unit == nil ? text : text[..<text.utf8.index(before: text.endIndex)]
         guard let count = integer(digits) else { return nil }
         let seconds = count.multipliedReportingOverflow(by: unit ?? 1)
         guard !seconds.overflow, seconds.partialValue <= 365 * 86400 else { return nil }

@@ -10,6 +10,12 @@ public enum PasscodeType: String, CaseIterable, Sendable {
     /// Printable ASCII (space included), within `PasscodeRules.alphanumericLength`.
     case alphanumeric
 
+    /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
+    public init?(rawValue: String) {
+        guard let found = Self.matching(bytesOf: rawValue) else { return nil }
+        self = found
+    }
+
     /// Strength order for `min_passcode`: digits4 < digits6 < numeric (at least 6 digits when
     /// it has to meet digits6 or more) < alphanumeric.
     var rank: Int {

@@ -41,7 +41,7 @@ public struct QuickFactorPolicy: Equatable, Sendable {
     public func passcodeReason(_ tally: Tally, bootID: String?, now: Int64) -> PasscodeReason? {
         if tally.adminLock { return .administrator }
         if gestureTries > 0, tally.gestureFailures >= gestureTries { return .gestureFailures(tally.gestureFailures) }
-        if passcodeAfterReboot, bootID == nil || tally.passcodeBoot != bootID { return .restarted }
+        if passcodeAfterReboot, bootID == nil || !bootID.sameBytes(as: tally.passcodeBoot) { return .restarted }
         if passcodeInterval > 0 {
             // A clock set back before the last success counts as "too long ago" as well.
             if tally.passcodeAt == 0 || now < tally.passcodeAt || now - tally.passcodeAt > passcodeInterval {

@@ -15,8 +15,14 @@ public struct TPMSettings: Equatable, Sendable {
     public init() {}
 
     /// The keys of `apply`.
-    enum Key: String {
+    enum Key: String, CaseIterable {
         case tpm_tcti, tpm_library
+
+        /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
+        init?(rawValue: String) {
+            guard let found = Self.matching(bytesOf: rawValue) else { return nil }
+            self = found
+        }
     }
 
     /// Takes one tpm key's value as it is; `false` when `key` is not one of them. Only a

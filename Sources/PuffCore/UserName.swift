@@ -28,4 +28,13 @@ public struct UserName: Hashable, Sendable, CustomStringConvertible {
 
     /// The name as written.
     public var description: String { value }
+
+    /// The same bytes: the kernel and NSS compare names byte by byte (ByteText.swift).
+    public static func == (left: UserName, right: UserName) -> Bool { left.value.sameBytes(as: right.value) }
+
+    /// Hashes the name's bytes, as `==` compares them.
+    public func hash(into hasher: inout Hasher) {
+        for byte in value.utf8 { hasher.combine(byte) }
+        hasher.combine(value.utf8.count)
+    }
 }

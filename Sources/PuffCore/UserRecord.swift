@@ -10,6 +10,11 @@ public struct StoredPasscode: Equatable, Sendable {
         self.type = type
         self.hash = hash
     }
+
+    /// The same type and the same hash bytes (ByteText.swift).
+    public static func == (left: StoredPasscode, right: StoredPasscode) -> Bool {
+        left.type == right.type && left.hash.sameBytes(as: right.hash)
+    }
 }
 
 /// A user's picture gesture: the picture it was drawn on (its size and SHA-256, binding the
@@ -31,6 +36,12 @@ public struct StoredGesture: Equatable, Sendable {
         self.pictureHeight = pictureHeight
         self.pictureSHA256 = pictureSHA256
         self.sealedTemplate = sealedTemplate
+    }
+
+    /// The same picture size, and the same digest and sealed template bytes (ByteText.swift).
+    public static func == (left: StoredGesture, right: StoredGesture) -> Bool {
+        left.pictureWidth == right.pictureWidth && left.pictureHeight == right.pictureHeight
+            && left.pictureSHA256.sameBytes(as: right.pictureSHA256) && left.sealedTemplate.sameBytes(as: right.sealedTemplate)
     }
 
     /// True when the fields have the shapes the record format allows.
@@ -96,7 +107,7 @@ public struct UserRecord: Equatable, Sendable {
                                             optional: ["passcode-type", "passcode-hash", "gesture-picture",
                                                        "gesture-picture-sha256", "gesture-template"])
         guard let name = fields["user"].flatMap(UserName.init),
-              let uidText = fields["uid"], let uid = UInt32(uidText), String(uid) == uidText else {
+              let uidText = fields["uid"], let uid = UInt32(uidText), String(uid).sameBytes(as: uidText) else {
             throw .badValue
         }
         var passcode: StoredPasscode?
@@ -116,9 +127,9 @@ public struct UserRecord: Equatable, Sendable {
         switch (fields["gesture-picture"], fields["gesture-picture-sha256"], fields["gesture-template"]) {
         case (nil, nil, nil): gesture = nil
         case (let size?, let digest?, let sealed?):
-            let sides = size.split(separator: "x", omittingEmptySubsequences: false)
+            let sides = size.splitBytes(at: UInt8(ascii: "x"), omittingEmptySubsequences: false)
             guard sides.count == 2, let width = Int(sides[0]), let height = Int(sides[1]),
-                  String(width) == sides[0], String(height) == sides[1] else { throw .badValue }
+                  String(width).sameBytes(as: sides[0]), String(height).sameBytes(as: sides[1]) else { throw .badValue }
             let stored = StoredGesture(pictureWidth: width, pictureHeight: height,
                                        pictureSHA256: digest, sealedTemplate: sealed)
             guard stored.isWellFormed else { throw .badValue }

@@ -124,7 +124,7 @@ extension ModuleContext {
             return .denied
         case .tooLong:
             log(LOG_NOTICE, "user \(login.forLog): reply longer than \(Self.maximumReplyLength) bytes; not counted")
-            complain(login.discreet ? Self.discreetRefusal("passcode") : "Puff: wrong passcode.",
+            complain(login.discreet ? Self.discreetRefusal(gesture: false) : "Puff: wrong passcode.",
                      silent: options.silent || login.promptsEveryAccount)
             return .denied
         case .failed(let code):
@@ -206,8 +206,10 @@ extension ModuleContext {
     /// refused here, before any prompt.
     @inline(__always)
     private func refuseAnotherUser(_ login: Login, _ rawName: String?) -> ModuleResult? {
+        // By bytes: a name canonically equivalent to the caller's but spelled otherwise is
+        // another name to libpam and NSS (ByteText.swift).
         let own = (try? Account.lookup(uid: getuid()))??.name.value
-        guard let rawName, rawName == own else {
+        guard let rawName, let own, rawName.sameBytes(as: own) else {
             log(LOG_NOTICE, "user \(login.forLog): refused, an unprivileged caller (uid \(getuid())) can only authenticate itself")
             return .denied
         }
@@ -274,10 +276,11 @@ extension ModuleContext {
     @inline(__always)
     private func conclude(_ outcome: Authenticator.Outcome, _ login: Login, _ backend: Backend,
                           _ secret: borrowing SecureBytes) -> ModuleResult {
-        let noun = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
+        let isGesture = secret.hasPrefix(GestureWire.prefix)
+        let noun = isGesture ? "gesture" : "passcode"
         let silent = login.options.silent
         func tell(_ message: String) {
-            complain(login.discreet ? Self.discreetRefusal(noun) : message, silent: silent || login.promptsEveryAccount)
+            complain(login.discreet ? Self.discreetRefusal(gesture: isGesture) : message, silent: silent || login.promptsEveryAccount)
         }
         if case .failure = outcome { logAuthenticationFailure(user: login.user.isEmpty ? "(invalid)" : login.user) }
         if let line = outcome.logLine(user: login.forLog, kind: noun) { log(line.priority, line.text) }
@@ -316,7 +319,7 @@ extension ModuleContext {
     private func callerIsUser(_ rawName: String?) -> Bool {
         let uid = getuid()
         guard uid != 0, let rawName, let account = (try? Account.lookup(uid: uid)) ?? nil else { return false }
-        return account.name.value == rawName
+        return account.name.value.sameBytes(as: rawName)
     }
 
     /// Whether the administrator listed this service in `tell_state` and the process is root's
@@ -324,12 +327,12 @@ extension ModuleContext {
     /// the user's real uid, and a program the user starts without them has no root at all.
     private func tellsState(_ options: PuffOptions) -> Bool {
         getuid() == 0 && geteuid() == 0 && !options.tellStateServices.isEmpty
-            && options.tellStateServices.contains(rawItem(PAM_SERVICE))
+            && options.tellStateServices.contains { $0.sameBytes(as: rawItem(PAM_SERVICE)) }
     }
 
     /// The one failure message of a discreet service, by the kind of reply only.
-    static func discreetRefusal(_ noun: String) -> String {
-        noun == "gesture"
+    static func discreetRefusal(gesture: Bool) -> String {
+        gesture
             ? "Puff: not accepted (a wrong gesture, too many failed attempts, or only the passcode is accepted now)."
             : "Puff: not accepted (a wrong passcode, or too many failed attempts)."
     }

@@ -75,7 +75,7 @@ extension ModuleContext {
         }
         let user = LogText.escape(pending.failure.user.value)
         let (userStatus, rawName) = userName()
-        guard userStatus == PAM_SUCCESS, rawName == pending.failure.user.value else {
+        guard userStatus == PAM_SUCCESS, rawName.sameBytes(as: pending.failure.user.value) else {
             log(LOG_NOTICE, "user \(user): authsucc: the user changed since Puff's prompt; the Puff failure stays counted")
             return .ignore
         }

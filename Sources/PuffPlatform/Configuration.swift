@@ -20,7 +20,7 @@ public enum Configuration {
         var warnings: [String] = []
         do {
             // `conf=` decides which file is read, so it is applied first.
-            for argument in arguments where argument.hasPrefix("conf=") {
+            for argument in arguments where argument.hasBytePrefix("conf=") {
                 _ = try OptionParser.apply(argument, to: &options, from: .argument)
             }
         } catch {

@@ -97,7 +97,7 @@ public struct FailureHistory {
     }
 
     static func lines(_ bytes: [UInt8]) -> [String] {
-        String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+        String(decoding: bytes, as: UTF8.self).splitBytes(at: UInt8(ascii: "\n")).map(String.init)
     }
 
     static func line(_ entry: Entry) -> String {
@@ -106,9 +106,9 @@ public struct FailureHistory {
     }
 
     static func entry(_ line: String) -> Entry? {
-        let fields = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+        let fields = line.splitBytes(at: UInt8(ascii: " "), omittingEmptySubsequences: false).map(String.init)
         guard fields.count == 5, let time = Int64(fields[0]), time >= 0 else { return nil }
-        func text(_ field: String) -> String { field == "-" ? "" : field }
+        func text(_ field: String) -> String { field.sameBytes(as: "-") ? "" : field }
         return Entry(time: time, service: text(fields[1]), tty: text(fields[2]), rhost: text(fields[3]), ruser: text(fields[4]))
     }
 }

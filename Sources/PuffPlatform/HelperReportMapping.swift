@@ -142,10 +142,8 @@ extension Authenticator.CountedFailure {
         let values = Array(fields)
         guard let name = String(validating: values[0], as: UTF8.self).flatMap(UserName.init),
               let before = try? Tally.decode(values[1]), let after = try? Tally.decode(values[2]) else { return nil }
-        switch String(decoding: values[3], as: UTF8.self) {
-        case "directory": self.init(user: name, before: before, after: after, countedInDirectory: true)
-        case "local": self.init(user: name, before: before, after: after, countedInDirectory: false)
-        default: return nil
-        }
+        let place = String(decoding: values[3], as: UTF8.self)
+        guard place.sameBytes(as: "directory") || place.sameBytes(as: "local") else { return nil }
+        self.init(user: name, before: before, after: after, countedInDirectory: place.sameBytes(as: "directory"))
     }
 }

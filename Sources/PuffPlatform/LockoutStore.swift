@@ -260,7 +260,7 @@ public struct LockoutStore {
     /// (no record, no account, locked, passcode required) does it, so neither the disk nor the
     /// time tells such a refusal from a counted one (issue 27, item 2).
     public func writeDecoy(like tally: Tally) throws(StoreError) {
-        let held = try hold(Self.decoyName + String(Sodium.randomHex(byteCount: 1).prefix(1)))
+        let held = try hold(Self.randomDecoyName())
         try held.writer(tally)
     }
 
@@ -268,8 +268,8 @@ public struct LockoutStore {
     /// pays for creating one: enrollment calls it, after which a decoy write costs what a
     /// user's counted failure does (a slot written in place, one `fdatasync`).
     public func prepareDecoys() throws(StoreError) {
-        for digit in "0123456789abcdef" {
-            let held = try hold(Self.decoyName + String(digit))
+        for digit in "0123456789abcdef".utf8 {
+            let held = try hold(Self.decoyName + String(decoding: [digit], as: UTF8.self))
             if !held.writer.isInPlace { try held.writer(held.tally) }
         }
     }
@@ -277,7 +277,12 @@ public struct LockoutStore {
     /// One of the decoy counters read, as `read(_:)` reads a user's (`Authenticator.readDecoyState`).
     public func readDecoy() throws(StoreError) -> Tally {
         guard let state = try session.directory(directory) else { return Tally() }
-        return try Self.load(Self.decoyName + String(Sodium.randomHex(byteCount: 1).prefix(1)), from: state.trusted).tally
+        return try Self.load(Self.randomDecoyName(), from: state.trusted).tally
+    }
+
+    /// One of the sixteen decoy counters' names, at random: `decoyName` and a hex digit.
+    private static func randomDecoyName() -> String {
+        decoyName + String(decoding: Sodium.randomHex(byteCount: 1).utf8.prefix(1), as: UTF8.self)
     }
 
     private static func load(_ name: String, from state: borrowing TrustedDirectory) throws(StoreError)

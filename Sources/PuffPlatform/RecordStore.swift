@@ -59,7 +59,7 @@ public struct RecordStore {
         guard let pictures = try session.directory(directory + "/" + Self.picturesDirectory) else { return }
         let pending = Self.pendingPictureName(name)
         guard let bytes = try pictures.trusted.readFile(pending, .rootWritable(maximumSize: Self.maximumPictureSize)) else { return }
-        guard SHA256.hex(bytes) == expectedSHA256 else { return }
+        guard SHA256.hex(bytes).sameBytes(as: expectedSHA256) else { return }
         do {
             try pictures.trusted.renameFile(pending, to: name.value)
         } catch {

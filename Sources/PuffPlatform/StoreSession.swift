@@ -41,7 +41,7 @@ public final class StoreSession {
     public func held(_ path: String) -> Directory? {
         var node = opened
         while let current = node {
-            if current.path == path { return current }
+            if current.path.sameBytes(as: path) { return current }
             node = current.next
         }
         return nil
@@ -114,7 +114,7 @@ public final class StoreSession {
         let bytes = path.utf8
         guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return nil }
         let name = String(decoding: bytes[bytes.index(after: slash)...], as: UTF8.self)
-        guard !name.isEmpty, name != ".", name != ".." else { return nil }
+        guard !name.isEmpty, !name.sameBytes(as: "."), !name.sameBytes(as: "..") else { return nil }
         return (String(decoding: bytes[..<slash], as: UTF8.self), name)
     }
 }

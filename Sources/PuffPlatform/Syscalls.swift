@@ -1,6 +1,7 @@
 // Every libc call of Puff goes through this file: one place retries on EINTR, turns -1 into a
 // typed `Errno`, and sets O_CLOEXEC (CVE-2019-12210 leaked a descriptor into children).
 import Glibc
+import PuffCore
 
 /// The one EINTR loop: runs `call` again while it fails with EINTR; any other failure (-1)
 /// throws its errno. Every interruptible call below goes through it.
@@ -248,7 +249,7 @@ public struct FileDescriptor: ~Copyable {
                 guard let base = raw.bindMemory(to: CChar.self).baseAddress else { return nil }
                 return String(validatingCString: base)
             }
-            if let name, name != ".", name != ".." { names.append(name) }
+            if let name, !name.sameBytes(as: "."), !name.sameBytes(as: "..") { names.append(name) }
         }
         return names
     }

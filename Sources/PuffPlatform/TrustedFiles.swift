@@ -48,7 +48,7 @@ public struct TrustedDirectory: ~Copyable {
         var walked = ""
         for (index, name) in components.enumerated() {
             walked += "/" + name
-            guard name != "..", name != "." else { throw .unsafe(path: walked, reason: "'.' or '..' in path") }
+            guard !name.sameBytes(as: ".."), !name.sameBytes(as: ".") else { throw .unsafe(path: walked, reason: "'.' or '..' in path") }
             current = try Self.step(from: current, name, path: walked, isFinal: index == components.count - 1)
         }
         self.descriptor = current
@@ -61,7 +61,7 @@ public struct TrustedDirectory: ~Copyable {
     /// from `/`: only root can replace an entry of a checked directory.
     public init(_ name: String, in parent: borrowing TrustedDirectory) throws(StoreError) {
         let path = parent.path + "/" + name
-        guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(UInt8(ascii: "/")) else {
+        guard !name.isEmpty, !name.sameBytes(as: "."), !name.sameBytes(as: ".."), !name.utf8.contains(UInt8(ascii: "/")) else {
             throw .unsafe(path: path, reason: "not a directory name")
         }
         self.descriptor = try Self.step(from: parent.descriptor, name, path: path, isFinal: true)
@@ -255,7 +255,7 @@ public struct TrustedDirectory: ~Copyable {
         let prefix = "." + name + ".tmp-"
         guard let names = try? descriptor.entries() else { return 0 }
         var removed = 0
-        for entry in names where entry.hasPrefix(prefix) && entry.utf8.count == prefix.utf8.count + 16 {
+        for entry in names where entry.hasBytePrefix(prefix) && entry.utf8.count == prefix.utf8.count + 16 {
             if (try? descriptor.unlink(entry)) != nil { removed += 1 }
         }
         return removed

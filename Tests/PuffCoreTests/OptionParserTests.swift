@@ -247,6 +247,19 @@ struct OptionParserTests {
         #expect(failure("\(key)=/" + String(repeating: "a", count: 4094)) == nil)
     }
 
+    @Test("a path is cut at every '/' byte, as the kernel cuts it, and '=' splits before a combining mark")
+    func pathsAndTokensAreCutAsBytes() throws {
+        // Cut by Characters, "/\u{301}" is one character that is not "/", so ".." hid inside
+        // "../\u{301}x" and the path passed the check; the kernel would go up a directory.
+        for key in ["dir", "state_dir", "conf", "helper"] {
+            #expect(failure("\(key)=/etc/puff/../\u{301}x")?.reason == "must be an absolute path without '..'", "\(key)")
+        }
+        #expect(try parse(["dir=/etc/caf\u{E9}/\u{301}x"]).recordDirectory == "/etc/caf\u{E9}/\u{301}x")
+        // "=" followed by a combining mark is one Character; the key is still "dir", whose value
+        // is then no absolute path (as a Character search, the token was an unknown key).
+        #expect(failure("dir=\u{301}/etc/puff") == OptionError(key: "dir", reason: "must be an absolute path without '..'"))
+    }
+
     @Test("quick-factor values")
     func quickFactor() throws {
         #expect(try parse(["gesture_tries=0"]).quickFactor.gestureTries == 0)

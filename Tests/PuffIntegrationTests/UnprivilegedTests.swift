@@ -163,6 +163,26 @@ struct UnprivilegedTests {
         #expect(try stage.fixture.failures(bob) == 0)
     }
 
+    /// The caller's own account is recognised by its name's bytes: a PAM user name that Swift's
+    /// `==` calls equal to the caller's (the Kelvin sign U+212A decomposes to "K") is another
+    /// name to libpam and NSS, so it is refused before any prompt like any other user's (the
+    /// module compared the names with `==` before, prompted, and the caller's own passcode
+    /// then authenticated a PAM user that is no account).
+    @Test func aNameCanonicallyEquivalentToTheCallersIsAnotherUser() throws {
+        let kim = try TestUsers.ensure("puff-it-Kim")
+        let stage = try Stage()
+        #expect(try stage.fixture.enroll(kim, "604917").status == 0)
+        let lookalike = "puff-it-\u{212A}im"
+        #expect(lookalike == kim && !lookalike.utf8.elementsEqual(kim.utf8), "the premise")
+        let refused = try stage.authenticate(as: kim, user: lookalike, replies: ["604917"])
+        #expect(refused.status == PAMCode.authError, "\(refused.output) \(refused.errors)")
+        #expect(!refused.lines.contains { $0.hasPrefix("PROMPT") }, "\(refused.output)")
+        // The account itself, by its own bytes, still logs in.
+        let own = try stage.authenticate(as: kim, replies: ["604917"])
+        #expect(own.status == PAMCode.success, "\(own.output) \(own.errors)")
+        #expect(try stage.fixture.failures(kim) == 0)
+    }
+
     /// The service calls (the module as root in fleet mode) name a user and carry module
     /// arguments, so they serve a caller whose real uid is root only: an ordinary user who runs
     /// the setuid helper with them, naming another user and an argument that would lift the

@@ -26,6 +26,25 @@ struct StoreSessionTests {
         #expect(errorKind { () throws(StoreError) in _ = try StoreSession().directory(scratch("etc")) } == .unsafe)
     }
 
+    @Test("a held directory is found by its path's bytes: a canonically equivalent path is another directory")
+    func heldDirectoriesMatchByBytes() throws {
+        let scratch = try ScratchDirectory()
+        // Two names Swift's == calls equal (U+00E9, and "e" + U+0301), two entries to the kernel.
+        let composed = scratch("caf\u{E9}"), decomposed = scratch("cafe\u{301}")
+        #expect(composed == decomposed && composed.utf8.count != decomposed.utf8.count)
+        try makeDirectory(composed)
+        try makeFile(composed + "/puff.conf", "deny = 3\n")
+        try makeDirectory(decomposed)
+        try makeFile(decomposed + "/puff.conf", "deny = 9\n")
+        let session = StoreSession()
+        let first = try #require(try session.directory(composed))
+        let second = try #require(try session.directory(decomposed))
+        #expect(first !== second)
+        #expect(second.path.utf8.elementsEqual(decomposed.utf8))
+        #expect(try second.trusted.readFile("puff.conf", .rootWritable(maximumSize: 100)) == Array("deny = 9\n".utf8))
+        #expect(try first.trusted.readFile("puff.conf", .rootWritable(maximumSize: 100)) == Array("deny = 3\n".utf8))
+    }
+
     @Test("a subdirectory opened through its held parent is checked like the end of a walk")
     func subdirectoryChecks() throws {
         let scratch = try ScratchDirectory()

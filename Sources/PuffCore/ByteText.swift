@@ -1,0 +1,71 @@
+/// Text compared, matched and cut as UTF-8 bytes.
+///
+/// Swift's `==` on strings, `hasPrefix`, a `switch` over string literals, a synthesized
+/// `init(rawValue:)`, `String` keys of a `Set` or `Dictionary`, and the `Character`-based
+/// collection operations (`split`, `dropLast`, `count`, `index(_:offsetBy:)`) follow Unicode:
+/// two strings are equal when they are canonically equivalent (a composed "é", U+00E9, equals
+/// "e" + U+0301; the Kelvin sign U+212A equals "K"), and a character may be several scalars.
+/// The kernel, NSS, libpam, the store's files and the helper's wire compare bytes: to them those
+/// are different names. So Puff compares user names, paths, option keys and stored fields with
+/// these functions, byte for byte, which is also why `pam_puff.so` carries none of the standard
+/// library's normalization and grapheme tables (docs/embedded-swift.md, "Text as bytes").
+extension StringProtocol {
+    /// Whether `self` and `other` are the same UTF-8 bytes (not Unicode canonical equivalence).
+    @inlinable
+    public func sameBytes(as other: some StringProtocol) -> Bool {
+        utf8.count == other.utf8.count && utf8.elementsEqual(other.utf8)
+    }
+
+    /// Whether `self` is exactly the bytes of `literal`.
+    @inlinable
+    public func sameBytes(as literal: StaticString) -> Bool {
+        literal.withUTF8Buffer { utf8.count == $0.count && utf8.elementsEqual($0) }
+    }
+
+    /// Whether `self` begins with the bytes of `prefix`.
+    @inlinable
+    public func hasBytePrefix(_ prefix: some StringProtocol) -> Bool {
+        utf8.starts(with: prefix.utf8)
+    }
+}
+
+extension Substring {
+    /// `self` cut at every `separator` byte, an ASCII byte (which never occurs inside the UTF-8
+    /// encoding of another scalar, so every piece is whole scalars): what `split(separator:)`
+    /// gives for a `Character`, but without grapheme breaking, and a separator followed by a
+    /// combining mark still cuts, as it does for the kernel.
+    public func splitBytes(at separator: UInt8, omittingEmptySubsequences: Bool = true) -> [Substring] {
+        utf8.split(separator: separator, omittingEmptySubsequences: omittingEmptySubsequences)
+            .map { self[$0.startIndex..<$0.endIndex] }
+    }
+}
+
+extension String {
+    /// `self` cut at every `separator` byte (`Substring.splitBytes(at:omittingEmptySubsequences:)`).
+    public func splitBytes(at separator: UInt8, omittingEmptySubsequences: Bool = true) -> [Substring] {
+        self[...].splitBytes(at: separator, omittingEmptySubsequences: omittingEmptySubsequences)
+    }
+}
+
+extension Optional where Wrapped: StringProtocol {
+    /// Whether both are `nil`, or both hold the same UTF-8 bytes (`==` of two optional strings,
+    /// by bytes).
+    @inlinable
+    public func sameBytes(as other: Wrapped?) -> Bool {
+        switch (self, other) {
+        case (nil, nil): true
+        case (let left?, let right?): left.sameBytes(as: right)
+        default: false
+        }
+    }
+}
+
+extension CaseIterable where Self: RawRepresentable, RawValue == String {
+    /// The case whose raw value is exactly `text`'s bytes. The enums of Puff's keys and wire
+    /// words implement `init?(rawValue:)` with this instead of the synthesized one, which matches
+    /// by Unicode canonical equivalence through a hashed table of the names.
+    @inlinable
+    public static func matching(bytesOf text: some StringProtocol) -> Self? {
+        allCases.first { $0.rawValue.sameBytes(as: text) }
+    }
+}
