@@ -69,3 +69,33 @@ extension CaseIterable where Self: RawRepresentable, RawValue == String {
         allCases.first { $0.rawValue.sameBytes(as: text) }
     }
 }
+
+extension FixedWidthInteger {
+    /// The value of `text` when it is a canonical decimal: ASCII digits only, no sign, no
+    /// leading zero (but "0" itself), within the type; nil otherwise. The stored formats accept
+    /// only what `String(value)` writes, and this checks that from the bytes, without building
+    /// the String (Swift's own parsers also take "+1", "-0" and "01").
+    public init?(canonicalDecimal text: some StringProtocol) {
+        let digits = text.utf8
+        guard let first = digits.first, first != UInt8(ascii: "0") || digits.count == 1 else { return nil }
+        var value: Self = 0
+        for byte in digits {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let (tens, overflowed) = value.multipliedReportingOverflow(by: 10)
+            let (sum, carried) = tens.addingReportingOverflow(Self(byte - UInt8(ascii: "0")))
+            guard !overflowed, !carried else { return nil }
+            value = sum
+        }
+        self = value
+    }
+}
+
+extension CaseIterable where Self: RawRepresentable, RawValue == String {
+    /// The case whose raw value is exactly `text`'s bytes (`matching(bytesOf:)`), as an
+    /// initializer: each enum's `init?(rawValue:)` is this one line.
+    @inlinable
+    public init?(bytesOf text: some StringProtocol) {
+        guard let found = Self.matching(bytesOf: text) else { return nil }
+        self = found
+    }
+}

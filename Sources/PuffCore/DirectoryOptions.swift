@@ -11,10 +11,7 @@ public struct DirectorySettings: Equatable, Sendable {
         case ldap
 
         /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
-        public init?(rawValue: String) {
-            guard let found = Self.matching(bytesOf: rawValue) else { return nil }
-            self = found
-        }
+        public init?(rawValue: String) { self.init(bytesOf: rawValue) }
     }
 
     /// How the host authenticates to the directory.
@@ -82,10 +79,7 @@ public struct DirectorySettings: Equatable, Sendable {
         case ldap_timeout, fleet_key, fleet_host, ldap_library, ldap_cache_ttl
 
         /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
-        init?(rawValue: String) {
-            guard let found = Self.matching(bytesOf: rawValue) else { return nil }
-            self = found
-        }
+        init?(rawValue: String) { self.init(bytesOf: rawValue) }
     }
 
     /// Applies one fleet key; `false` when `key` is not one of them. A bad value throws.

@@ -54,7 +54,7 @@ public struct FleetCacheEntry: Equatable, Sendable {
                                             keys: ["fetched", "failures", "last-failure", "admin-lock", "offline-failures"],
                                             optional: [])
         func number(_ key: String) throws(RecordFormatError) -> Int64 {
-            guard let text = fields[key], let value = OptionParser.integer(text), String(value).sameBytes(as: text) else { throw .badValue }
+            guard let text = fields[key], text.utf8.count <= 12, let value = Int64(canonicalDecimal: text) else { throw .badValue }
             return value
         }
         func count(_ key: String) throws(RecordFormatError) -> UInt32 {

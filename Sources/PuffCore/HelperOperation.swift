@@ -28,10 +28,7 @@ public enum HelperOperation: String, CaseIterable, Equatable, Sendable {
     case serviceTakeBack = "service-take-back"
 
     /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
-    public init?(rawValue: String) {
-        guard let found = Self.matching(bytesOf: rawValue) else { return nil }
-        self = found
-    }
+    public init?(rawValue: String) { self.init(bytesOf: rawValue) }
 
     /// Whether the operation serves a root caller for a named user.
     public var isService: Bool {

@@ -19,10 +19,7 @@ public struct HelperReport: Equatable, Sendable {
         case notEnrolled = "not-enrolled"
 
         /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
-        public init?(rawValue: String) {
-            guard let found = Self.matching(bytesOf: rawValue) else { return nil }
-            self = found
-        }
+        public init?(rawValue: String) { self.init(bytesOf: rawValue) }
     }
 
     /// What happened.
@@ -70,7 +67,7 @@ public struct HelperReport: Equatable, Sendable {
         guard let outcomeText = fields["outcome"], let outcome = Outcome(rawValue: outcomeText),
               let lockText = fields["lock"], let lock = decodeLock(lockText),
               let acceptsText = fields["accepts"], let acceptance = decodeAcceptance(acceptsText),
-              let failuresText = fields["failures"], let failures = UInt32(failuresText), String(failures).sameBytes(as: failuresText) else {
+              let failuresText = fields["failures"], let failures = UInt32(canonicalDecimal: failuresText) else {
             throw .badValue
         }
         return HelperReport(outcome: outcome, lock: lock, acceptance: acceptance, failures: failures)
@@ -80,8 +77,7 @@ public struct HelperReport: Equatable, Sendable {
         if text.sameBytes(as: "open") { return .open }
         if text.sameBytes(as: "reset") { return .lockedUntilReset }
         let words = text.splitBytes(at: UInt8(ascii: " "), omittingEmptySubsequences: false)
-        guard words.count == 2, words[0].sameBytes(as: "seconds"), let seconds = Int64(words[1]), seconds > 0,
-              String(seconds).sameBytes(as: words[1]) else { return nil }
+        guard words.count == 2, words[0].sameBytes(as: "seconds"), let seconds = Int64(canonicalDecimal: words[1]), seconds > 0 else { return nil }
         return .locked(secondsLeft: seconds)
     }
 
@@ -101,11 +97,10 @@ public struct HelperReport: Equatable, Sendable {
         if text.sameBytes(as: "restarted") { return .restarted }
         let pieces = text.splitBytes(at: UInt8(ascii: ":"), omittingEmptySubsequences: false)
         guard pieces.count == 2 else { return nil }
-        if pieces[0].sameBytes(as: "gesture-failures"), let count = UInt32(pieces[1]), String(count).sameBytes(as: pieces[1]) {
+        if pieces[0].sameBytes(as: "gesture-failures"), let count = UInt32(canonicalDecimal: pieces[1]) {
             return .gestureFailures(count)
         }
-        if pieces[0].sameBytes(as: "unused"), let interval = Int64(pieces[1]), interval > 0,
-           String(interval).sameBytes(as: pieces[1]) {
+        if pieces[0].sameBytes(as: "unused"), let interval = Int64(canonicalDecimal: pieces[1]), interval > 0 {
             return .unused(interval: interval)
         }
         return nil

@@ -25,8 +25,7 @@ struct KeyValueFields {
 
     /// The value of `key`, or nil when the text has none.
     subscript(key: String) -> String? {
-        let wanted = Array(key.utf8)
-        for (candidate, value) in zip(keys, values) where candidate == wanted { return value }
+        for (candidate, value) in zip(keys, values) where candidate.elementsEqual(key.utf8) { return value }
         return nil
     }
 }
@@ -55,12 +54,13 @@ enum KeyValueText {
         var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         lines.removeLast() // the empty piece after the final newline
         guard let first = lines.first, first.elementsEqual(header.utf8) else { throw .badHeader }
-        let allowed = (keys + optional).map { Array($0.utf8) }
         var fields = KeyValueFields()
         for line in lines.dropFirst() {
             guard let space = line.firstIndex(of: UInt8(ascii: " ")) else { throw .badText }
             let key = Array(line[..<space])
-            guard allowed.contains(key) else { throw .unknownKey }
+            guard keys.contains(where: { $0.utf8.elementsEqual(key) }) || optional.contains(where: { $0.utf8.elementsEqual(key) }) else {
+                throw .unknownKey
+            }
             guard !fields.keys.contains(key) else { throw .duplicateKey }
             fields.keys.append(key)
             fields.values.append(String(decoding: line[line.index(after: space)...], as: UTF8.self))

@@ -192,7 +192,7 @@ public struct Tally: Equatable, Sendable {
     public static func decodeSlot(_ bytes: some Collection<UInt8>) throws(RecordFormatError) -> (Tally, generation: UInt64) {
         let fields = try KeyValueText.parse(bytes, header: "puff-tally 4", maximumSize: maximumEncodedSize,
                                             keys: version4Keys, optional: [])
-        guard let text = fields["generation"], let generation = UInt64(text), String(generation).sameBytes(as: text) else {
+        guard let text = fields["generation"], let generation = UInt64(canonicalDecimal: text) else {
             throw .badValue
         }
         return (try tally(from: fields, version: 3), generation)
@@ -226,7 +226,7 @@ public struct Tally: Equatable, Sendable {
         // Canonical decimal only: Swift's parsers also take "+1", "-0" and "01". Every field is a
         // count or a time that cannot be negative: one parser (UInt64), then each field's range.
         func canonical(_ key: String) -> UInt64? {
-            guard let text = fields[key], let value = UInt64(text), String(value).sameBytes(as: text) else { return nil }
+            guard let text = fields[key], let value = UInt64(canonicalDecimal: text) else { return nil }
             return value
         }
         guard let failures = canonical("failures").flatMap(UInt32.init(exactly:)),

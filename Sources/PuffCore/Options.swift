@@ -128,10 +128,7 @@ public enum OptionParser {
         case gesture_hit_ratio, gesture_overflow, kdf_ops, kdf_mem_kib
 
         /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
-        init?(rawValue: String) {
-            guard let found = Self.matching(bytesOf: rawValue) else { return nil }
-            self = found
-        }
+        init?(rawValue: String) { self.init(bytesOf: rawValue) }
     }
 
     /// Applies one token. Unknown keys are returned as warnings (the caller logs them);

@@ -11,10 +11,7 @@ public enum PasscodeType: String, CaseIterable, Sendable {
     case alphanumeric
 
     /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
-    public init?(rawValue: String) {
-        guard let found = Self.matching(bytesOf: rawValue) else { return nil }
-        self = found
-    }
+    public init?(rawValue: String) { self.init(bytesOf: rawValue) }
 
     /// Strength order for `min_passcode`: digits4 < digits6 < numeric (at least 6 digits when
     /// it has to meet digits6 or more) < alphanumeric.

@@ -19,10 +19,7 @@ public struct TPMSettings: Equatable, Sendable {
         case tpm_tcti, tpm_library
 
         /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
-        init?(rawValue: String) {
-            guard let found = Self.matching(bytesOf: rawValue) else { return nil }
-            self = found
-        }
+        init?(rawValue: String) { self.init(bytesOf: rawValue) }
     }
 
     /// Takes one tpm key's value as it is; `false` when `key` is not one of them. Only a

@@ -107,7 +107,7 @@ public struct UserRecord: Equatable, Sendable {
                                             optional: ["passcode-type", "passcode-hash", "gesture-picture",
                                                        "gesture-picture-sha256", "gesture-template"])
         guard let name = fields["user"].flatMap(UserName.init),
-              let uidText = fields["uid"], let uid = UInt32(uidText), String(uid).sameBytes(as: uidText) else {
+              let uidText = fields["uid"], let uid = UInt32(canonicalDecimal: uidText) else {
             throw .badValue
         }
         var passcode: StoredPasscode?
@@ -128,8 +128,9 @@ public struct UserRecord: Equatable, Sendable {
         case (nil, nil, nil): gesture = nil
         case (let size?, let digest?, let sealed?):
             let sides = size.splitBytes(at: UInt8(ascii: "x"), omittingEmptySubsequences: false)
-            guard sides.count == 2, let width = Int(sides[0]), let height = Int(sides[1]),
-                  String(width).sameBytes(as: sides[0]), String(height).sameBytes(as: sides[1]) else { throw .badValue }
+            guard sides.count == 2, let width = Int(canonicalDecimal: sides[0]), let height = Int(canonicalDecimal: sides[1]) else {
+                throw .badValue
+            }
             let stored = StoredGesture(pictureWidth: width, pictureHeight: height,
                                        pictureSHA256: digest, sealedTemplate: sealed)
             guard stored.isWellFormed else { throw .badValue }

@@ -88,4 +88,44 @@ struct ByteTextTests {
         other.serial = 1
         #expect(tally != other)
     }
+
+    @Test("canonical decimals: what String(value) writes, nothing else, within the type")
+    func canonicalDecimals() {
+        #expect(UInt32(canonicalDecimal: "0") == 0)
+        #expect(UInt32(canonicalDecimal: "4294967295") == UInt32.max)
+        #expect(UInt64(canonicalDecimal: "18446744073709551615") == UInt64.max)
+        #expect(Int64(canonicalDecimal: "9223372036854775807") == Int64.max)
+        for bad in ["", "01", "00", "+1", "-1", "-0", " 1", "1 ", "1x", "4294967296", "\u{0661}", "1\u{301}"] {
+            #expect(UInt32(canonicalDecimal: bad) == nil, "\(bad)")
+        }
+        #expect(Int64(canonicalDecimal: "9223372036854775808") == nil)
+        // The same answer as the check it replaced, String(T(text)) == text, on every short text
+        // of digits and a sign.
+        let alphabet = ["0", "1", "9", "+", "-"]
+        var texts = [""]
+        for _ in 0..<3 { texts = texts + texts.flatMap { prefix in alphabet.map { prefix + $0 } } }
+        for text in Set(texts) {
+            let old = UInt8(text).flatMap { String($0) == text ? $0 : nil }
+            #expect(UInt8(canonicalDecimal: text) == old, "\(text)")
+        }
+    }
+
+    @Test("Tally's written-out == looks at every stored field (a new field must be added to it)")
+    func tallyEqualityCoversEveryField() {
+        let base = Tally(failures: 2, lastFailure: 10, lockedUntil: 20)
+        let changes: [(String, (inout Tally) -> Void)] = [
+            ("failures", { $0.failures += 1 }), ("lastFailure", { $0.lastFailure += 1 }),
+            ("lockedUntil", { $0.lockedUntil += 1 }), ("gestureFailures", { $0.gestureFailures += 1 }),
+            ("passcodeAt", { $0.passcodeAt += 1 }), ("passcodeBoot", { $0.passcodeBoot = "x" }),
+            ("adminLock", { $0.adminLock.toggle() }), ("serial", { $0.serial += 1 }),
+            ("clearedSerial", { $0.clearedSerial += 1 }), ("isDamaged", { $0.isDamaged.toggle() }),
+        ]
+        for (name, change) in changes {
+            var other = base
+            change(&other)
+            #expect(base != other, "\(name)")
+        }
+        let stored = Mirror(reflecting: base).children.compactMap(\.label)
+        #expect(Set(stored) == Set(changes.map(\.0)), "Tally's fields: \(stored)")
+    }
 }
