@@ -33,7 +33,7 @@ SWIFTC      ?= swiftc
 # lists every library instead, through -Xlinker (swiftc puts its own -l ahead of all -Xlinker). Every function
 # gets its own section and the linker drops the ones nothing reaches (PuffCore and
 # PuffPlatform also serve the CLI).
-# For size (docs/embedded-swift.md): the Swift modules are compiled to LLVM bitcode and
+# For size (docs/dev/embedded-swift.md): the Swift modules are compiled to LLVM bitcode and
 # optimised together at the link (-lto=llvm-full, the toolchain's lld), where LLVM's machine
 # outliner shares repeated instruction sequences; lld folds identical functions (--icf=safe:
 # only those whose address nobody takes) and packs relative relocations (DT_RELR, glibc >= 2.36).
@@ -63,13 +63,24 @@ HELPER_SOURCES   := $(shell find Sources/puff-check -name '*.swift' ! -name main
 VERSION     := $(shell cat $(CURDIR)/VERSION)
 # The release, the helper's and the LDAP client's install paths, compiled in (Sources/CPuffBuild).
 BUILD_DEFINES := -Xcc -DPUFF_VERSION='"$(VERSION)"' -Xcc -DPUFF_SBINDIR='"$(BINDIR)"' -Xcc -DPUFF_LDAP_LIBRARY='"$(LDAP_LIBRARY)"'
-DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules libpam-modules-bin strace valgrind \
-	openssh-server openssh-client sshpass libchafa-dev libglib2.0-dev tmux openssl scdoc libaudit-dev \
-	slapd ldap-utils libldap2-dev \
-	libtss2-dev swtpm swtpm-tools tpm2-tools \
-	libx11-dev libxi-dev libxrandr-dev libcairo2-dev fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils x11-xserver-utils xinput \
-	liblightdm-gobject-dev lightdm xserver-xephyr dbus-daemon
-# What `make deb` and `make deb-test` need besides DEBIAN_DEPS.
+# The Debian packages each target needs, installed when missing (scripts/install-packages.sh,
+# which leaves every service they ship stopped and disabled at boot). `make demo` needs only a
+# compiler and the libraries of the module and puff-enroll: no server, no X.
+DEMO_DEPS   := gcc libc6-dev libpam0g-dev libsodium-dev libaudit-dev libldap2-dev libtss2-dev
+# `make build`: also the pictures (stb), the terminal pad (chafa), the lock screen (X11, cairo),
+# the greeter's library (not the LightDM daemon) and the man pages.
+BUILD_DEPS  := $(DEMO_DEPS) pkg-config libstb-dev libchafa-dev libglib2.0-dev libx11-dev libxi-dev libxrandr-dev libcairo2-dev \
+	liblightdm-gobject-dev scdoc
+# `make test`: the servers and tools the suite starts itself (sshd, slapd, swtpm, Xvfb, LightDM
+# in test mode, Xephyr), none of them enabled.
+TEST_DEPS   := $(BUILD_DEPS) pamtester libpam-modules libpam-modules-bin strace openssh-server openssh-client sshpass tmux \
+	openssl slapd ldap-utils swtpm swtpm-tools tpm2-tools fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils \
+	x11-xserver-utils xinput lightdm xserver-xephyr dbus-daemon
+# The campaigns (killsweep, faults, timing, login-syscalls, bench): tracing, the TPM simulator,
+# an ssh server for the timing through sshd.
+CAMPAIGN_DEPS := $(DEMO_DEPS) pamtester strace swtpm swtpm-tools tpm2-tools openssh-server openssh-client
+VALGRIND_DEPS := $(DEMO_DEPS) pamtester valgrind
+# What `make deb` and `make deb-test` need besides BUILD_DEPS.
 DEB_DEPS    := debhelper fakeroot dpkg-dev lintian man-db
 ARCH        := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB         := build/libpam-puff_$(VERSION)_$(ARCH).deb
@@ -81,29 +92,28 @@ HARDEN_LINK := -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps module ldap-library cli helper locker greeter man completions test demo bench login-syscalls gesture-eval race fuzz killsweep faults valgrind timing tsan \
+.PHONY: all build deps demo-deps test-deps campaign-deps valgrind-deps module ldap-library cli helper locker greeter man completions test demo bench login-syscalls gesture-eval race fuzz killsweep faults valgrind timing tsan \
 	install install-files install-locker-files install-greeter-files install-packages uninstall deb deb-test clean
 
 all: build
 
-# Installs the Debian packages the build and the tests need, when any is missing. A temporary
-# policy-rc.d keeps the installation from starting services (the ssh server of openssh-server:
-# the tests run their own sshd on 127.0.0.1).
+# Install the Debian packages a target needs, when any is missing (after `apt-get update`), with
+# no service started now or enabled for the next boot (scripts/install-packages.sh).
 deps:
-	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_DEPS)"
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BUILD_DEPS)"
+demo-deps:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEMO_DEPS)"
+test-deps:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(TEST_DEPS)"
+campaign-deps:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(CAMPAIGN_DEPS)"
+valgrind-deps:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(VALGRIND_DEPS)"
 
 install-packages:
-	@missing=""; for p in $(PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-		echo "Installing:$$missing"; \
-		guard=""; if [ ! -e /usr/sbin/policy-rc.d ]; then \
-			printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && guard=1; fi; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; status=$$?; \
-		if [ -n "$$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi; \
-		exit $$status; \
-	fi
+	@bash scripts/install-packages.sh $(PACKAGES)
 
-module: deps build/pam_puff.so build/puff-ldap.so build/puff-tpm.so
+module: demo-deps build/pam_puff.so build/puff-ldap.so build/puff-tpm.so
 
 # The embedded compiler and linker flags, as a stamp that changes only when they do: every
 # embedded object depends on Glibc.o, so a change of flags rebuilds them all.
@@ -170,7 +180,7 @@ build/puff-tpm.so: Sources/CTPM/puff_tpm.c Sources/CTPM/include/puff_tpm.h
 		-Wl,-Bsymbolic -Wl,-z,now -Wl,-z,relro -Wl,--as-needed -ltss2-esys -ltss2-tctildr -ltss2-rc
 	chmod 0644 $@
 
-ldap-library: deps build/puff-ldap.so
+ldap-library: demo-deps build/puff-ldap.so
 
 build/puff-ldap.so: Sources/CLDAP/puff_ldap.c Sources/CLDAP/include/puff_ldap.h
 	mkdir -p build
@@ -204,7 +214,7 @@ $(EMBEDDED)/PuffFleet.o: $(FLEET_SOURCES) Sources/CLDAP/include/puff_ldap.h $(EM
 # NODELETE, kept from the full-runtime build (whose runtime could not be unloaded): pam_end's
 # dlclose leaves the module mapped, so a host that authenticates again does not load it again.
 # The module's own PuffPlatform: the same sources without the TPM client (-D PUFF_MODULE: tpm
-# mode goes through the helper, docs/protection-at-rest.md), so pam_puff.so has no TPM code.
+# mode goes through the helper, docs/admin/protection-at-rest.md), so pam_puff.so has no TPM code.
 $(EMBEDDED)/module/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h \
 		Sources/CSpawn/include/puff_spawn.h Sources/CSpawn/include/puff_secret_pool.h $(EMBEDDED)/PuffCore.o
 	mkdir -p $(EMBEDDED)/module
@@ -247,7 +257,7 @@ cli: deps
 # The setuid helper, Embedded Swift like the module (rules above): no Swift runtime to read
 # SWIFT_* variables or to load, and no RUNPATH (a setuid binary must not load libraries from a
 # toolchain path or from beside itself).
-helper: deps build/puff-check build/puff-ldap.so build/puff-tpm.so
+helper: demo-deps build/puff-check build/puff-ldap.so build/puff-tpm.so
 
 build: module cli helper
 
@@ -290,7 +300,7 @@ TEST_TIME_LIMIT ?= 1200
 
 # The whole suite: pure logic, platform (temp dirs), and integration through real libpam
 # against build/pam_puff.so and the debug puff-enroll/harness binaries, in the private /etc.
-test: module helper man
+test: test-deps module helper man
 	mkdir -p build
 	cc -O2 -fno-builtin -Wall -o build/ceil-test Tests/Embedded/ceil-test.c -lm && build/ceil-test
 	$(SWIFT) build --build-tests
@@ -299,12 +309,15 @@ test: module helper man
 		PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
 		$(HERMETIC) --label test --time-limit $(TEST_TIME_LIMIT) -- $(SWIFT) test --skip-build --disable-xctest
 
-demo: build
-	bash scripts/demo.sh
+# The demo builds only what it runs: the module and the debug puff-enroll and PAM harness.
+demo: demo-deps build/pam_puff.so
+	$(SWIFT) build --product puff-enroll
+	$(SWIFT) build --product puff-pam-harness
+	PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/demo.sh
 
 # Figures, not tests (scripts/bench.sh): what loading the module costs a host next to pam_unix,
 # pam_faillock and pam_permit, whole-process pamtester runs, the helper, environment reads.
-bench: build timing
+bench: campaign-deps build timing
 	cc -O2 -Wall -o build/puff-loadprobe Tests/Bench/loadprobe.c -Wl,--no-as-needed -lpam -ldl
 	cc -O2 -Wall -o build/puff-spawnprobe Tests/Bench/spawnprobe.c
 	cc -O2 -Wall -shared -fPIC -o build/puff-nosync.so Tests/Bench/nosync.c
@@ -324,7 +337,7 @@ gesture-eval: module
 # One login's file system calls (openat, walks from "/", fsync, renames) for a right passcode,
 # a right gesture and a wrong passcode, traced with strace (scripts/login-syscalls.sh; VERBOSE=1
 # lists them). Figures, not a test.
-login-syscalls: module
+login-syscalls: campaign-deps module
 	$(SWIFT) build --product puff-enroll
 	$(SWIFT) build --product puff-pam-harness
 	PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label login-syscalls -- bash scripts/login-syscalls.sh
@@ -337,7 +350,7 @@ race: module
 
 # libFuzzer campaigns with AddressSanitizer: every target in Sources/Fuzz for FUZZ_SECONDS
 # seconds each, from the seed corpus in Fuzz/corpus; fails when one crashes.
-fuzz: deps
+fuzz: demo-deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) SWIFT=$(SWIFT) bash scripts/fuzz.sh
 
 # SIGKILL at every openat/flock/write/pwrite64/fsync/renameat of a login or an enrollment,
@@ -345,7 +358,7 @@ fuzz: deps
 KILL_ITERATIONS ?= 1000
 # The same campaign in tpm mode (the host key in swtpm), smaller: every login spawns the helper.
 KILL_TPM_ITERATIONS ?= 200
-killsweep: module helper
+killsweep: campaign-deps module helper
 	$(SWIFT) build --product puff-pam-harness
 	$(SWIFT) build --product puff-enroll
 	KILL_ITERATIONS=$(KILL_ITERATIONS) PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
@@ -358,7 +371,7 @@ killsweep: module helper
 FAULT_ITERATIONS ?=
 # The same in tpm mode (the host key in swtpm; also connect/sendto/recvfrom to the TPM).
 FAULT_TPM_ITERATIONS ?= 300
-faults: module helper
+faults: campaign-deps module helper
 	$(SWIFT) build --product puff-pam-harness
 	$(SWIFT) build --product puff-enroll
 	FAULT_ITERATIONS=$(FAULT_ITERATIONS) PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
@@ -367,19 +380,19 @@ faults: module helper
 		PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label faults-tpm -- bash scripts/faults.sh
 
 # memcheck over pamtester and the threaded harness loading build/pam_puff.so (scripts/valgrind.sh).
-valgrind: module
+valgrind: valgrind-deps module
 	$(SWIFT) build --product puff-enroll
 	$(SWIFT) build --product puff-pam-harness
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label valgrind -- bash scripts/valgrind.sh
 
 # ThreadSanitizer over the threaded harness with a TSan build of the module (scripts/tsan.sh).
-tsan: deps
+tsan: demo-deps
 	$(SWIFT) build --product puff-enroll
 	PUFF_BIN=$$($(SWIFT) build --show-bin-path) SWIFT=$(SWIFT) $(HERMETIC) --label tsan -- bash scripts/tsan.sh
 
 # Wrong passcode for an enrolled user, an account without a record and no account: medians,
 # prompts, rounds and fsyncs side by side (scripts/timing.sh; TIMING_SAMPLES, default 60).
-timing: module
+timing: campaign-deps module
 	$(SWIFT) build --product puff-enroll
 	$(SWIFT) build --product puff-pam-harness
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_BIN=$$($(SWIFT) build --show-bin-path) $(HERMETIC) --label timing -- bash scripts/timing.sh
@@ -419,8 +432,8 @@ install-files:
 	install -d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d
 	install -m 0644 docs/fail2ban/filter.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/filter.d/puff.conf
 	install -m 0644 docs/fail2ban/jail.d/puff.conf $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/fail2ban/jail.d/puff.conf
-	install -m 0644 docs/fleet.md $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/fleet.md
-	install -m 0644 docs/protection-at-rest.md $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/protection-at-rest.md
+	install -m 0644 docs/admin/fleet.md docs/admin/protection-at-rest.md docs/dev/prompt-contract.md docs/dev/gesture-format.md \
+		$(DESTDIR)$(SHAREDIR)/doc/libpam-puff/
 	install -d $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/ldap
 	install -m 0644 ldap/puff.ldif ldap/99puff.ldif $(DESTDIR)$(SHAREDIR)/doc/libpam-puff/examples/ldap/
 
@@ -483,7 +496,7 @@ deb: deps
 
 # Installs the package in a throwaway overlay copy of / (never on this machine), without the
 # Swift toolchain, and logs in through it (scripts/deb-test.sh).
-deb-test: deb
+deb-test: test-deps deb
 	bash scripts/deb-test.sh $(DEB) $(LOCKER_DEB) $(GREETER_DEB)
 
 clean:

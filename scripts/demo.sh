@@ -4,9 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODULE=$PWD/build/pam_puff.so
-ENROLL=$PWD/build/puff-enroll
-HARNESS=$(swift build --show-bin-path)/puff-pam-harness
-[ -x "$HARNESS" ] || swift build --product puff-pam-harness >/dev/null
+# `make demo` builds these (PUFF_BIN: the debug build's directory).
+BIN=${PUFF_BIN:-$(swift build --show-bin-path)}
+ENROLL=$BIN/puff-enroll
+HARNESS=$BIN/puff-pam-harness
+for tool in "$MODULE" "$ENROLL" "$HARNESS"; do
+    [ -e "$tool" ] || { echo "$0: $tool is missing: run make demo" >&2; exit 1; }
+done
 USER_NAME=puff-demo
 id "$USER_NAME" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$USER_NAME"
 
