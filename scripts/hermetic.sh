@@ -17,6 +17,10 @@
 #    with --time-limit, a COMMAND still running after SECONDS: it prints what was running
 #    (the process tree) and fails with exit 124, so a hang is a report, not a silent stall.
 # 5. Records the state again and fails (exit 70) when anything differs, printing the difference.
+# 6. Gives COMMAND a temp directory of its own (PUFF_TEST_TMPDIR, mode 1777 like /tmp, where the
+#    suite makes its temp directories) and fails (exit 70) when COMMAND left anything in it: a
+#    run leaves no /tmp/puff-* behind. Only this run's directory is looked at, so other suites
+#    running at the same time on the machine cannot make this one fail.
 #
 # The namespace is entered with unshare(1); the overlays need root and overlayfs.
 set -euo pipefail
@@ -94,10 +98,12 @@ snapshot() {
 
 work=$(mktemp -d "/tmp/puff-$label-XXXXXX")
 chmod 700 "$work"
+run_tmp=$(mktemp -d "/tmp/puff-$label-tmp-XXXXXX")
+chmod 1777 "$run_tmp"
 cleanup() {
     # The namespace is gone once its last process exited; a straggler (a daemon a test
     # failed to stop) is killed so the upper layers can be removed.
-    rm -rf "$work" 2>/dev/null || true
+    rm -rf "$work" "$run_tmp" 2>/dev/null || true
 }
 trap cleanup EXIT
 
@@ -117,7 +123,8 @@ mount -t overlay puff-local -o "lowerdir=/usr/local,upperdir=$w/local/upper,work
 # installed tools or helper, no installed Puff services.
 rm -rf /etc/puff /var/lib/puff
 rm -f /usr/local/sbin/puff-* /usr/local/bin/puff-* /etc/pam.d/puff-enroll /etc/pam.d/puff-lock /etc/pam.d/puff-pad
-export PUFF_HERMETIC=1 PUFF_HERMETIC_INSIDE=1
+export PUFF_HERMETIC=1 PUFF_HERMETIC_INSIDE=1 PUFF_TEST_TMPDIR=$1
+shift
 exec "$@"
 '
 # Every process of the namespace: those in its mount namespace and their descendants (a test
@@ -142,7 +149,7 @@ namespace_processes() {
 }
 
 status=0
-unshare --mount --propagation private --kill-child /bin/bash -c "$inner" hermetic "$work" "$@" &
+unshare --mount --propagation private --kill-child /bin/bash -c "$inner" hermetic "$work" "$run_tmp" "$@" &
 runner=$!
 # The namespace, named by the first process in it (unshare's child).
 ns=
@@ -194,5 +201,13 @@ if ! diff -u "$work/before" "$work/after" > "$work/diff"; then
     [ "$status" != 0 ] || status=70
 else
     echo "$label: machine state unchanged (accounts, /etc/shadow, /etc/pam.d, /etc/puff, /var/lib/puff)"
+fi
+left=$(cd "$run_tmp" && find . -mindepth 1 -maxdepth 1 -printf '%f\n' | sort)
+if [ -n "$left" ]; then
+    echo "$label: FAIL: the run left these in its temp directory (PUFF_TEST_TMPDIR; /tmp without it):" >&2
+    echo "$left" | sed 's/^/    /' >&2
+    [ "$status" != 0 ] || status=70
+else
+    echo "$label: no temp directory left behind"
 fi
 exit "$status"

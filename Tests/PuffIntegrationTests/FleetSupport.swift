@@ -37,7 +37,7 @@ final class FleetDirectory {
     }
 
     private init(port: Int, mode: String?, caFrom provider: FleetDirectory?, launcher: [String] = []) throws {
-        var template = Array("/tmp/puff-ldap-XXXXXX".utf8CString)
+        var template = Array("\(Artefacts.temporary)/puff-ldap-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
         root = String(cString: made)
         self.port = port

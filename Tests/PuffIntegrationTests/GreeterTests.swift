@@ -11,14 +11,14 @@ import Testing
 /// Root, not `lightdm --test-mode`: in test mode PAM runs as the invoking user, so the module
 /// would go through the setuid helper, which serves only its caller's account — not what a
 /// login screen does. As root, the module runs in LightDM's session child with uid 0, as it
-/// will on a real machine: the discreet conversation (docs/prompt-contract.md), or with
+/// will on a real machine: the discreet conversation (docs/dev/prompt-contract.md), or with
 /// `tell_state = lightdm` in puff.conf the told one (the keypad type, the lock's time left).
 @Suite(.serialized)
 struct GreeterTests {
     static var greeterBinary: String { Artefacts.binaries + "/puff-greeter" }
     static let seatScript = Artefacts.repository.appendingPathComponent("Tests/Greeter/lightdm-seat.sh").path
 
-    /// The discreet messages of a root-run service (docs/prompt-contract.md).
+    /// The discreet messages of a root-run service (docs/dev/prompt-contract.md).
     static let gestureRefusal = "Puff: not accepted (a wrong gesture, too many failed attempts, or only the passcode is accepted now)."
     static let passcodeRefusal = "Puff: not accepted (a wrong passcode, or too many failed attempts)."
 
@@ -38,7 +38,7 @@ struct GreeterTests {
         var greeterLog: String { work + "/log/seat0-greeter.log" }
 
         init(server: LockScreenTests.XServer, fixture: Fixture, greeterUser: String = "lightdm") throws {
-            var template = Array("/tmp/puff-it-seat-XXXXXX".utf8CString)
+            var template = Array("\(Artefacts.temporary)/puff-it-seat-XXXXXX".utf8CString)
             guard let made = mkdtemp(&template) else { throw PadTestError("mkdtemp") }
             let work = String(cString: made)
             self.work = work

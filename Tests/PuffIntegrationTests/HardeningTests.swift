@@ -686,7 +686,7 @@ struct HardeningTests {
     /// login for another user shows that user's picture): traced with strace, the picture is
     /// on screen and the decoding child dropped its groups and its uid first.
     @Test func rootDecodesPicturesOnlyInAnUnprivilegedChild() throws {
-        var template = Array("/tmp/puff-trace-XXXXXX".utf8CString)
+        var template = Array("\(Artefacts.temporary)/puff-trace-XXXXXX".utf8CString)
         let directory = String(cString: try #require(mkdtemp(&template)))
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let trace = directory + "/pad.trace"

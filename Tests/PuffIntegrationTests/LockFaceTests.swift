@@ -81,7 +81,7 @@ struct LockFaceTests {
     func theDesktopsPreferenceIsFollowed(_ setting: String, _ expected: String) throws {
         let user = try TestUsers.ensure("puff-it-lena")
         let stage = try LockScreenTests.stage(user)
-        let config = "/tmp/puff-lock-face-\(UUID().uuidString)"
+        let config = "\(Artefacts.temporary)/puff-lock-face-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: config) }
         try FileManager.default.createDirectory(atPath: config + "/gtk-3.0", withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o755])
@@ -168,7 +168,7 @@ struct LockFaceTests {
         let user = try TestUsers.ensure("puff-it-lena")
         let stage = try LockScreenTests.stage(user)
         let server = try XServer()
-        let fifo = "/tmp/puff-lock-sleep-\(UUID().uuidString)"
+        let fifo = "\(Artefacts.temporary)/puff-lock-sleep-\(UUID().uuidString)"
         #expect(mkfifo(fifo, 0o666) == 0)
         chmod(fifo, 0o666)
         defer { unlink(fifo) }
@@ -177,7 +177,7 @@ struct LockFaceTests {
         defer { close(reader) }
         // A gsettings (asked for the theme) that leaves a process behind, as one that starts a
         // D-Bus or dconf service does: it must not hold the sleep lock.
-        let bin = "/tmp/puff-lock-bin-\(UUID().uuidString)"
+        let bin = "\(Artefacts.temporary)/puff-lock-bin-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o777])
         defer {
             if let left = try? String(contentsOfFile: bin + "/left", encoding: .utf8), let pid = pid_t(left.trimmingCharacters(in: .whitespacesAndNewlines)) {

@@ -153,7 +153,7 @@ struct PadDrawTests {
     /// cells of 10 × 20 pixels that plays the terminal's side of the SGR-Pixels handshake
     /// (`supported`) or does not know the mode; `reports` are the bytes after `ESC [ <`.
     func pixelTerminal(supported: Bool, reports: [String], parts: String) throws -> (events: [String], gesture: Gesture?) {
-        var template = Array("/tmp/puff-pixel-XXXXXX".utf8CString)
+        var template = Array("\(Artefacts.temporary)/puff-pixel-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw PadTestError("mkdtemp failed") }
         let directory = String(cString: made)
         defer { try? FileManager.default.removeItem(atPath: directory) }

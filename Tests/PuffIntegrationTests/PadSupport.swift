@@ -28,7 +28,7 @@ final class TmuxPane {
     init(_ command: [String], columns: Int = 100, rows: Int = 30,
          environment: [String: String] = ["TERM": "xterm-256color", "COLORTERM": "truecolor"],
          jobControl: Bool = false, stdoutOnTerminal: Bool = false) throws {
-        var template = Array("/tmp/puff-pad-XXXXXX".utf8CString)
+        var template = Array("\(Artefacts.temporary)/puff-pad-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
         directory = String(cString: made)
         self.columns = columns

@@ -37,6 +37,11 @@ enum Artefacts {
     static var helper: String {
         ProcessInfo.processInfo.environment["PUFF_HELPER"] ?? repository.appendingPathComponent("build/puff-check").path
     }
+    /// Where the tests make their temp directories: the run's own directory (PUFF_TEST_TMPDIR,
+    /// set by scripts/hermetic.sh, which fails the run when anything is left in it), else /tmp.
+    static var temporary: String {
+        ProcessInfo.processInfo.environment["PUFF_TEST_TMPDIR"] ?? "/tmp"
+    }
 }
 
 /// What a discreet service (a root-run one whose caller is not the user: sshd, login, su to
@@ -65,7 +70,7 @@ final class Fixture {
     var conf: String { etc + "/puff.conf" }
 
     init(config: String = "kdf_ops = 1\nkdf_mem_kib = 8\n", moduleArguments: String = "") throws {
-        var template = Array("/tmp/puff-it-XXXXXX".utf8CString)
+        var template = Array("\(Artefacts.temporary)/puff-it-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
         root = String(cString: made)
         for directory in [etc, state, pamDirectory] {

@@ -12,7 +12,7 @@ final class SoftwareTPM {
     var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
 
     init() throws {
-        var template = Array("/tmp/puff-swtpm-XXXXXX".utf8CString)
+        var template = Array("\(Artefacts.temporary)/puff-swtpm-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
         directory = String(cString: made)
         var started: (UInt16, pid_t)?
@@ -42,7 +42,10 @@ final class SoftwareTPM {
         #expect(lockout.status == 0, "tpm2_dictionarylockout: \(lockout.errors)")
     }
 
-    deinit { stop() }
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
 
     /// Stops the simulator (its state stays until the object goes).
     func stop() {
@@ -96,7 +99,7 @@ final class SoftwareTPM {
     }
 }
 
-/// Tpm mode (issue 24, docs/protection-at-rest.md): the host key sealed in a TPM, through real
+/// Tpm mode (issue 24, docs/admin/protection-at-rest.md): the host key sealed in a TPM, through real
 /// libpam, the module, the helper's service calls and the setuid helper, against swtpm.
 @Suite(.serialized)
 struct TPMTests {
