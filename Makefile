@@ -486,7 +486,7 @@ deb: deps
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEB_DEPS)"
 	rm -rf build/deb && mkdir -p build/deb
 	PATH="$$PATH" dpkg-buildpackage -b -us -uc --buildinfo-option=-ubuild/deb --changes-option=-ubuild/deb \
-		--buildinfo-option=-Obuild/deb/libpam-puff.buildinfo --changes-option=-Obuild/deb/libpam-puff.changes
+		--buildinfo-file=build/deb/libpam-puff.buildinfo --changes-file=build/deb/libpam-puff.changes
 	cp build/deb/libpam-puff_$(VERSION)_$(ARCH).deb $(DEB)
 	cp build/deb/puff-lock_$(VERSION)_$(ARCH).deb $(LOCKER_DEB)
 	cp build/deb/puff-greeter_$(VERSION)_$(ARCH).deb $(GREETER_DEB)

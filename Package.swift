@@ -40,7 +40,9 @@ let package = Package(
         .systemLibrary(name: "CChafa", path: "Sources/CChafa", pkgConfig: "chafa",
                        providers: [.apt(["libchafa-dev", "libglib2.0-dev"])]),
         // Xlib, XInput2, RandR and cairo for the screen locker (puff-lock); never in the module.
-        .systemLibrary(name: "CLockX", path: "Sources/CLockX", pkgConfig: "cairo-xlib",
+        // Linked by the module map's own list: cairo-xlib's pkg-config adds libXext, which
+        // nothing calls (dpkg-shlibdeps warned of a useless dependency).
+        .systemLibrary(name: "CLockX", path: "Sources/CLockX",
                        providers: [.apt(["libx11-dev", "libxi-dev", "libxrandr-dev", "libcairo2-dev"])]),
         // The release and the install paths chosen by the build (`make` passes them to the C compiler).
         .target(name: "CPuffBuild"),

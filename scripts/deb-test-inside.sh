@@ -37,6 +37,10 @@ done
 dpkg-deb -f "$LOCKER_DEB" Depends | grep -q 'libcairo2' || fail "puff-lock does not depend on libcairo2"
 dpkg-deb -f "$DEB" Depends | grep -qE 'libcairo|libx11' && fail "libpam-puff depends on X11 or cairo"
 lock_version=$(/usr/bin/puff-lock --version) || fail "puff-lock --version"
+# No library linked that nothing calls (cairo-xlib's pkg-config used to add libXext).
+for tool in /usr/bin/puff-lock /usr/sbin/puff-greeter; do
+	readelf -d "$tool" | grep -q 'NEEDED.*libXext' && fail "$tool links libXext, which it does not use"
+done
 /usr/bin/puff-lock --help > /tmp/puff-lock-help.txt 2>&1 || fail "puff-lock --help"
 # (The help is wrapped to the terminal's width: the words may be split across lines.)
 tr -s ' \n' '  ' < /tmp/puff-lock-help.txt | grep -q 'xss-lock -- puff-lock' || { cat /tmp/puff-lock-help.txt; fail "puff-lock --help does not say how to use it"; }

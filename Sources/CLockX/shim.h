@@ -7,8 +7,8 @@
 #include <X11/cursorfont.h>
 #include <X11/extensions/XInput2.h>
 #include <X11/extensions/Xrandr.h>
-#include <cairo.h>
-#include <cairo-xlib.h>
+#include <cairo/cairo.h>
+#include <cairo/cairo-xlib.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
