@@ -213,6 +213,16 @@ for page in 5:puff.conf 8:puff-enroll 8:puff-check 1:puff-pad 1:puff-lock 8:puff
 	MANPAGER=cat man "${page%%:*}" "${page#*:}" > /dev/null 2>&1 || fail "man ${page#*:}"
 done
 ok "man pam_puff, puff.conf(5), puff-enroll(8), puff-check(8), puff-pad(1), puff-lock(1), puff-greeter(8) open"
+# The documents the tools' --help and the man pages point to are in the package.
+for doc in README.Debian prompt-contract.md gesture-format.md fleet.md protection-at-rest.md; do
+	[ -s "/usr/share/doc/libpam-puff/$doc" ] || [ -s "/usr/share/doc/libpam-puff/$doc.gz" ] || fail "no /usr/share/doc/libpam-puff/$doc"
+done
+for help in "puff-pad login --help" "puff-enroll gesture --help"; do
+	for path in $($help 2>&1 | tr -s ' \n' '\n\n' | grep -o '/usr/share/doc/[^ )]*' | sed 's/[.,;]$//'); do
+		[ -e "$path" ] || fail "$help names $path, which is not installed"
+	done
+done
+ok "/usr/share/doc/libpam-puff holds the quick start and the documents --help names"
 
 dpkg -L libpam-puff puff-lock puff-greeter | sort > /tmp/package-files
 dpkg --remove puff-greeter > /tmp/dpkg-r.log 2>&1 || { cat /tmp/dpkg-r.log; fail "dpkg --remove puff-greeter"; }

@@ -2,7 +2,7 @@
  * each forwards to the same function of puff-ldap.so (puff_ldap.c linked with libldap), which
  * puff_ldap_load opens the first time fleet mode is used. A host whose puff.conf does not say
  * `backend = ldap` never loads libldap, liblber, SASL or the TLS library (what they cost a host
- * that loads pam_puff.so: docs/embedded-swift.md).
+ * that loads pam_puff.so: docs/dev/embedded-swift.md).
  *
  * The caller (DirectoryClient.swift) walks the path from / as every trusted file is walked and
  * opens the file with O_NOFOLLOW; here the file must be a regular file owned by root and not

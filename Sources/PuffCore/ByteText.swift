@@ -8,7 +8,7 @@
 /// The kernel, NSS, libpam, the store's files and the helper's wire compare bytes: to them those
 /// are different names. So Puff compares user names, paths, option keys and stored fields with
 /// these functions, byte for byte, which is also why `pam_puff.so` carries none of the standard
-/// library's normalization and grapheme tables (docs/embedded-swift.md, "Text as bytes").
+/// library's normalization and grapheme tables (docs/dev/embedded-swift.md, "Text as bytes").
 extension StringProtocol {
     /// Whether `self` and `other` are the same UTF-8 bytes (not Unicode canonical equivalence).
     @inlinable

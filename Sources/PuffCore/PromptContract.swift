@@ -1,4 +1,4 @@
-/// What a conversation prompt asks for, read by the rules of docs/prompt-contract.md: the
+/// What a conversation prompt asks for, read by the rules of docs/dev/prompt-contract.md: the
 /// parser every helper that answers Puff's prompts shares (`puff-pad login`, `puff-lock`).
 public enum PuffPrompt: Equatable, Sendable {
     /// `Puff passcode or gesture [TYPE]: ` (`nil` for a TYPE this pad does not know, or for
@@ -54,7 +54,7 @@ public enum PuffPrompt: Equatable, Sendable {
     }
 }
 
-// The texts the module sends, next to the parser that reads them (docs/prompt-contract.md).
+// The texts the module sends, next to the parser that reads them (docs/dev/prompt-contract.md).
 extension Acceptance {
     /// The conversation prompt where the caller is the user (their own locker or pad, su or
     /// sudo to themselves).

@@ -72,7 +72,7 @@ public struct QuickFactorPolicy: Equatable, Sendable {
 }
 
 /// Which factor the module accepts in one authentication; it decides the prompt (the
-/// contract in docs/prompt-contract.md).
+/// contract in docs/dev/prompt-contract.md).
 public enum Acceptance: Equatable, Sendable {
     /// Either factor.
     case passcodeOrGesture(PasscodeType)

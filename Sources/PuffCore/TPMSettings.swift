@@ -1,4 +1,4 @@
-/// Tpm mode's settings (docs/protection-at-rest.md): where the TPM is and which library talks
+/// Tpm mode's settings (docs/admin/protection-at-rest.md): where the TPM is and which library talks
 /// to it. Whether the store's key is in the TPM is not a setting: the store says so (a sealed
 /// `host.key.tpm` in place of `host.key`, written by `puff-enroll tpm enable`).
 public struct TPMSettings: Equatable, Sendable {

@@ -147,7 +147,7 @@ extension ModuleContext {
     /// first step of every attempt in the files store is reading `host.key`, and the module's
     /// `StoreKey.read` answers `.tpm` when there is none but a sealed `host.key.tpm` (the
     /// module has no TPM code: libtss2 reads TSS2_LOGFILE from the environment, which in su is
-    /// the user's; docs/protection-at-rest.md). Nothing is counted or written before that read,
+    /// the user's; docs/admin/protection-at-rest.md). Nothing is counted or written before that read,
     /// so the attempt starts again in the helper started with real uid root, which unseals.
     /// The state before the prompt was the files store's own, as in file mode.
     private func attempt(_ secret: borrowing SecureBytes, _ login: Login, _ backend: Backend,

@@ -135,7 +135,7 @@ package final class StrokeBuffer {
         explicit_bzero(coordinates + 2 * start, 2 * count * MemoryLayout<Double>.stride)
     }
 
-    /// The gesture in the wire format (docs/gesture-format.md), in a wiped-on-release buffer;
+    /// The gesture in the wire format (docs/dev/gesture-format.md), in a wiped-on-release buffer;
     /// nil when nothing was drawn or the gesture is not valid. The intermediate arrays are
     /// wiped in place before they are released.
     package func serialized(width: Int, height: Int) -> SecretBuffer? {

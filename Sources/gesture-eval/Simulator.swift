@@ -200,7 +200,7 @@ enum Capture {
     case shrunk(factor: Double)
 }
 
-/// A redraw, following issue 13's model (docs/gesture-format.md, "The model"): the whole
+/// A redraw, following issue 13's model (docs/dev/gesture-format.md, "The model"): the whole
 /// gesture shifted `shiftSigma` per axis; each part re-aimed σ/2 per axis, rotated about its
 /// own centre by `rotationDegrees` and scaled by `scaleSigma` (one draw for the whole
 /// gesture); path points jittered σ/3; sampled at a random speed; up to `trim` cut off each

@@ -14,7 +14,7 @@ struct GestureCommand: ParsableCommand {
         On a desktop (DISPLAY set) each gesture is drawn in a window on the picture (puff-lock \
         --draw), and the template is then shown with a replay of the drawings (puff-lock --show) \
         and saved only when accepted; on a terminal it is drawn with puff-pad. Otherwise each \
-        gesture is one line in Puff's wire format (docs/gesture-format.md), read from the \
+        gesture is one line in Puff's wire format (/usr/share/doc/libpam-puff/gesture-format.md), read from the \
         terminal without echo or, with --stdin, as lines of standard input. The gesture is drawn \
         three times (a confirmation identical to the definition, as a script gives, completes \
         it); the template is the consensus of the drawings, and how much they differ sets how \

@@ -4,7 +4,7 @@ import PuffCore
 import PuffPlatform
 
 /// `puff-enroll tpm enable|disable|status`: the store's key kept by the TPM (tpm mode) or in a
-/// root-only file (file mode). docs/protection-at-rest.md.
+/// root-only file (file mode). docs/admin/protection-at-rest.md.
 struct TPMCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tpm",

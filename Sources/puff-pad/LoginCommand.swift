@@ -12,7 +12,8 @@ struct LoginCommand: ParsableCommand {
         commandName: "login",
         abstract: "Authenticate through PAM: draw the gesture on your picture or type your passcode.",
         discussion: """
-        Runs pam_authenticate for the user and answers Puff's prompts (docs/prompt-contract.md) \
+        Runs pam_authenticate for the user and answers Puff's prompts (the prompt contract: \
+        /usr/share/doc/libpam-puff/prompt-contract.md) \
         with the gesture drawn on the user's picture (DIR/pictures/USER) or a passcode typed on \
         a keypad suited to its type; Tab or typing switches from the picture to the passcode. \
         Prompts of other modules are answered with typed text. Module messages (wrong, locked, \

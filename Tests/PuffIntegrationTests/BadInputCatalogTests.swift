@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-// The bad-input catalog (docs/bad-input-catalog.md): every hostile or broken input the module can
+// The bad-input catalog (docs/dev/bad-input-catalog.md): every hostile or broken input the module can
 // meet, each driven through real libpam with the harness. Each case checks the PAM result (never
 // success or ignore for an error), the log line (captured on /dev/log), that no secret or file
 // content leaks, and that nothing is lost: the store is unchanged, the counter is what it should
@@ -299,7 +299,7 @@ extension LoggingTests {
             #expect(try bench.attempt(user, replies: [alicePasscode]).status == PAMCode.success)
         }
 
-        /// One way a serialized gesture breaks docs/gesture-format.md, and the reason logged.
+        /// One way a serialized gesture breaks docs/dev/gesture-format.md, and the reason logged.
         struct Violation: Sendable, CustomTestStringConvertible {
             var name: String
             var wire: String
@@ -354,7 +354,7 @@ extension LoggingTests {
         }
 
         @Test func gestureLongerThanTheWireLimit() throws {
-            // 65,537 bytes: the module refuses the reply before parsing (docs/gesture-format.md
+            // 65,537 bytes: the module refuses the reply before parsing (docs/dev/gesture-format.md
             // says such a gesture counts; it is refused without counting, like any oversize reply).
             let bench = try CatalogBench()
             let user = try TestUsers.ensure("puff-it-alice")

@@ -317,7 +317,7 @@ struct LockCrashTests {
         #expect(try stage.fixture.failures(user) == 0)
     }
 
-    /// What docs/puff-lock.md says every X client can do, shown: a client that selects XInput2
+    /// What docs/dev/puff-lock-design.md says every X client can do, shown: a client that selects XInput2
     /// raw key events on the root window (`xinput test-xi2 --root`) reads the passcode typed on
     /// the lock screen, grabs or not. Not something puff-lock can fix (a property of X11);
     /// this test fails, and the docs must change, the day the server stops sending them.

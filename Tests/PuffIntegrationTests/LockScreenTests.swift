@@ -100,7 +100,7 @@ struct LockScreenTests {
 
         deinit {
             // How close the healthy authentication processes came to the watchdog's limit, for
-            // docs/puff-lock.md (measured in every test that unlocks, alone and in make test).
+            // docs/dev/puff-lock-design.md (measured in every test that unlocks, alone and in make test).
             if let line = text.split(separator: "\n").first(where: { $0.contains("the longest silence of an authentication process") }) {
                 LockCrashTests.record("silence: " + line.dropFirst("puff-lock: ".count), file: "lock-silences.txt", quiet: true)
             }

@@ -1,4 +1,4 @@
-/* The few TPM 2.0 operations Puff's tpm mode needs (docs/protection-at-rest.md), through ESAPI
+/* The few TPM 2.0 operations Puff's tpm mode needs (docs/admin/protection-at-rest.md), through ESAPI
  * (libtss2-esys) with C signatures Swift can call: seal a 32-byte key in a persistent object,
  * unseal it, evict it. Nothing is kept between calls; every call opens the TCTI named by the
  * caller (puff.conf's `tpm_tcti`, in the TCTI loader's syntax) and closes it again.

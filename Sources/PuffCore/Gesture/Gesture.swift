@@ -42,7 +42,7 @@ public struct GestureResolution: Equatable, Sendable {
     /// The largest cell side the matcher allows for, as a fraction of the picture's longest
     /// side: 3 %, which covers puff-pad's cells in a 100×30 terminal (13.9 × 27.8 px on a
     /// 1000×750 picture). A coarser declaration is accepted but allowed for only up to this,
-    /// so declaring a huge cell buys an attacker nothing more (docs/gesture-format.md measures
+    /// so declaring a huge cell buys an attacker nothing more (docs/dev/gesture-format.md measures
     /// the attacks with attempts that declare 30 × 30 px on a 1000 px side).
     public static let maximumCell = 0.03
 }

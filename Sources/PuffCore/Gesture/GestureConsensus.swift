@@ -35,7 +35,7 @@
 /// the box by the cell (each side at most `GestureResolution.maximumCell`). `make gesture-eval`
 /// measured the alternative, a share of the cell's variance added at login: it helps an owner
 /// enrolled with exact pixels who logs in through puff-pad, and lets a coarse-declaring
-/// onlooker in as much more (docs/gesture-format.md has the trade-off).
+/// onlooker in as much more (docs/dev/gesture-format.md has the trade-off).
 /// A path must also keep the kind, direction (`order`: it fails when the reversed alignment
 /// fits better by more than `orderMargin` times the path's shape variance), length and box
 /// (`overflow`) rules and a shape within the stored hard cap (`coverage`).

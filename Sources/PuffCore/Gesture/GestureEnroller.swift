@@ -73,7 +73,7 @@ public enum GestureEnroller {
     /// a single relative offset, and a copy whose two errors point the same way then looks like
     /// a redraw moved as a whole: `make gesture-eval` measured 18.7 % of such copies accepted on
     /// two-part gestures at the default (14–25 % at the other settings tried), against 5.2 % on
-    /// three parts and 1.6 % on four (docs/gesture-format.md). Windows 8's picture password asks
+    /// three parts and 1.6 % on four (docs/dev/gesture-format.md). Windows 8's picture password asks
     /// for three gestures too. Checked only at enrollment: older templates keep working.
     public static let minimumVersion2Parts = 3
     /// Shortest path of a version-2 template, in fractions of the longest side: a shorter

@@ -16,7 +16,7 @@ public struct GestureRecognizerSettings: Equatable, Sendable {
     /// bounding box may exceed the stored one's by half as much. Stops scribbles.
     public let overflow: Double
 
-    /// The defaults, chosen with `make gesture-eval` (docs/gesture-format.md has the table).
+    /// The defaults, chosen with `make gesture-eval` (docs/dev/gesture-format.md has the table).
     public static let standard = GestureRecognizerSettings(
         checkedPlace: 0.006, shape: 0.03, shift: 0.0125, overflow: 2.0)
 

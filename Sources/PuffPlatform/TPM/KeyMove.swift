@@ -131,7 +131,7 @@ public enum KeyMove {
 
     /// Removes the clear key file, its content overwritten with zeros and synced first (so the
     /// key's blocks do not linger in a filesystem that rewrites in place; copy-on-write
-    /// filesystems, SSDs and earlier snapshots may still hold it: docs/protection-at-rest.md),
+    /// filesystems, SSDs and earlier snapshots may still hold it: docs/admin/protection-at-rest.md),
     /// and any temp file a killed write of it left.
     private static func erase(_ name: String, in directory: borrowing TrustedDirectory) throws(StoreError) {
         let path = directory.path + "/" + name

@@ -5,7 +5,7 @@ import PuffCore
 /// reads it: a root-private file (`host.key`, file mode), or sealed in the TPM (tpm mode):
 /// `host.key.tpm` then holds the description of the TPM object (no secret) and a check value,
 /// and the key itself exists only inside the TPM and, per login, in the memory of the process
-/// that unsealed it (docs/protection-at-rest.md).
+/// that unsealed it (docs/admin/protection-at-rest.md).
 ///
 ///     host.key.tpm    root 0600: "PUFFTPM1" ‖ BLAKE2b-256(key: K, "puff-key-check-v1") ‖ description
 ///
