@@ -2,7 +2,7 @@ import Foundation
 import PuffPlatform
 
 /// A counter file read raw, without the module's code or its lock (status would wait for an
-/// attempt in progress): written out here from the format (README, "Lockout"), so a test sees
+/// attempt in progress): written out here from the format (docs/dev/internals.md, "Lockout"), so a test sees
 /// what is on the disk, not what the reader under test makes of it. Version 4 is two 512-byte
 /// slots, each "puff-tally 4", the fields, "generation N", "check <BLAKE2b-128 hex of the
 /// text before it>", NUL padding; the newer whole slot is the counter. Older versions are the
