@@ -69,6 +69,9 @@ DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules li
 	libtss2-dev swtpm swtpm-tools tpm2-tools \
 	libx11-dev libxi-dev libxrandr-dev libcairo2-dev fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils x11-xserver-utils xinput \
 	liblightdm-gobject-dev lightdm xserver-xephyr dbus-daemon
+# What `make test` needs besides DEBIAN_DEPS: fail2ban-regex reads the log lines of real logins
+# with the shipped filter (docs/fail2ban). The package's service is not started (policy-rc.d).
+TEST_DEPS   := fail2ban
 # What `make deb` and `make deb-test` need besides DEBIAN_DEPS.
 DEB_DEPS    := debhelper fakeroot dpkg-dev lintian man-db
 ARCH        := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
@@ -291,6 +294,7 @@ TEST_TIME_LIMIT ?= 1200
 # The whole suite: pure logic, platform (temp dirs), and integration through real libpam
 # against build/pam_puff.so and the debug puff-enroll/harness binaries, in the private /etc.
 test: module helper man
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(TEST_DEPS)"
 	mkdir -p build
 	cc -O2 -fno-builtin -Wall -o build/ceil-test Tests/Embedded/ceil-test.c -lm && build/ceil-test
 	$(SWIFT) build --build-tests
