@@ -87,7 +87,7 @@ enum Service {
                     }
                 }
                 return taken ? HelperExit.success : HelperExit.refused
-            case .query, .verify, .enrollPasscode, .enrollGesture, .remove:
+            case .query, .verify, .enrollPasscode, .enrollGesture, .remove, .precheck:
                 return HelperExit.usage
             }
         } catch {
