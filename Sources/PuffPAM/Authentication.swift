@@ -278,10 +278,14 @@ extension ModuleContext {
     /// The outcome of the attempt: its one log line, the message after the reply (in a discreet
     /// service the one every account gets for this kind of reply), the audit record, the result.
     /// A failure `pending` may still see taken back is logged as a refusal now; its line for
-    /// fail2ban and its audit records wait in `pending` until the failure stands.
+    /// fail2ban and its audit records wait in `pending` until the failure stands. Only in a
+    /// process whose real uid is root (sshd, login): su or sudo run by a user could be killed
+    /// by that user before `pam_end`, and a line or an audit record that waits for it would
+    /// then never be written, so there they are written at once, as before.
     @inline(__always)
     private func conclude(_ outcome: Authenticator.Outcome, _ login: Login, _ backend: Backend,
-                          _ secret: borrowing SecureBytes, pending: PendingFailure?) -> ModuleResult {
+                          _ secret: borrowing SecureBytes, pending kept: PendingFailure?) -> ModuleResult {
+        let pending = getuid() == 0 ? kept : nil
         let isGesture = secret.hasPrefix(GestureWire.prefix)
         let noun = isGesture ? "gesture" : "passcode"
         let silent = login.options.silent

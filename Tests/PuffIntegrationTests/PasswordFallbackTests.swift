@@ -173,7 +173,9 @@ struct PasswordFallbackTests {
                                                  service: "sshd")
             #expect(login.lines.last == "RESULT 0 Success", "\(login.output)")
         }
-        let successes = capture.drain()
+        // Only this test's lines: /dev/log also receives other tests' (and other runs') lines.
+        func ours(_ lines: [String]) -> [String] { lines.filter { $0.contains(user.name) } }
+        let successes = ours(capture.drain())
         #expect(successes.filter { $0.contains("failure taken back") }.count == 6, "\(successes)")
         #expect(try Self.fail2banMatches(successes, in: fixture.root) == [], "\(successes)")
         #expect(!successes.contains { $0.contains("authentication failure") }, "\(successes)")
@@ -186,7 +188,7 @@ struct PasswordFallbackTests {
                                                  service: "sshd")
             #expect(wrong.lines.last == "RESULT 7 Authentication failure", "\(wrong.output)")
         }
-        let failures = capture.drain()
+        let failures = ours(capture.drain())
         #expect(try Self.fail2banMatches(failures, in: fixture.root) == Array(repeating: "192.0.2.62", count: 3), "\(failures)")
         let afterFailures = try fixture.status(user.name)
         let rows = try #require(afterFailures["recent_failures"] as? [[String: Any]])
@@ -194,7 +196,7 @@ struct PasswordFallbackTests {
         // And a password login after them: its own row goes, the three real ones stay.
         let login = try fixture.authenticate(user.name, replies: [Self.password], extra: ["--rhost", "192.0.2.61"], service: "sshd")
         #expect(login.lines.last == "RESULT 0 Success", "\(login.output)")
-        #expect(try Self.fail2banMatches(capture.drain(), in: fixture.root) == [])
+        #expect(try Self.fail2banMatches(ours(capture.drain()), in: fixture.root) == [])
         #expect((try fixture.status(user.name)["recent_failures"] as? [Any])?.count == 3)
         #expect(try fixture.failures(user.name) == 3)
     }
