@@ -7,7 +7,7 @@
 //   PuffPAM       the PAM boundary: C entry points, the conversation, one mapping to PAM codes
 //   PuffClient    the client kit: PAM transaction and conversation, the caller, the terminal
 //                 (puff-pad, puff-lock, puff-greeter, puff-enroll), and PuffClientPicture: the user's
-//                 picture decoded in a confined child (not in puff-enroll, which decodes nothing)
+//                 picture decoded in a confined child (puff-enroll too, to refuse what cannot be shown)
 //   puff-enroll   the command-line tool
 //   puff-check    the setuid helper through which unprivileged callers reach the store
 //   puff-pad      the terminal pad: gestures drawn on the picture, a PAM login
@@ -74,13 +74,14 @@ let package = Package(
         // The client kit shared by the programs people type into (never the module or the helper).
         .target(name: "PuffClient", dependencies: ["PuffCore", "PuffPlatform", "CPAM"]),
         // Its picture half: the one decoder, stb_image (Debian's libstb) only in a confined child
-        // entered before main (CPictureDecoder/decoder.c); puff-enroll decodes nothing and links neither.
+        // entered before main (CPictureDecoder/decoder.c). puff-enroll decodes a picture there
+        // before enrolling it, so what cannot be shown at login is refused at enrollment.
         .target(name: "CPictureDecoder", path: "Sources/CPictureDecoder", linkerSettings: [.linkedLibrary("stb")]),
         .target(name: "PuffClientPicture", dependencies: ["PuffPlatform", "CPictureDecoder"]),
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CModuleStart"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [
-            "PuffCore", "PuffPlatform", "PuffFleet", "PuffClient",
+            "PuffCore", "PuffPlatform", "PuffFleet", "PuffClient", "PuffClientPicture",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The setuid-root helper for unprivileged callers (like pam_unix's unix_chkpwd): no

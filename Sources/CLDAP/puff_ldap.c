@@ -528,7 +528,31 @@ static int is_remote_errno(int error, int is_unix) {
     }
 }
 
-/* One non-blocking connect to `address`, bounded by `timeout_ms`: 0 connected, else errno. */
+/* Whether the server behind the connected `fd` says anything within `timeout_ms`: 0 when it
+ * does (data, or it closes or resets the connection), ETIMEDOUT when it stays silent, else the
+ * errno of a local failure. It is sent seven bytes that no LDAP server accepts as a request
+ * and no TLS server as a record (an LDAP message with ID 0 and an OCTET STRING for its
+ * operation; 0x30 is no TLS content type): a live server answers with an error or closes the
+ * connection, and only one that is stopped, hung or overloaded, whose kernel still accepts
+ * connections into the listen queue, says nothing. */
+static int await_answer(int fd, int timeout_ms) {
+    static const unsigned char nonsense[] = {0x30, 0x05, 0x02, 0x01, 0x00, 0x04, 0x00};
+    ssize_t sent;
+    do {
+        sent = send(fd, nonsense, sizeof nonsense, MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    if (sent < 0) return errno == EPIPE || errno == ECONNRESET ? 0 : (errno ? errno : EIO);
+    struct pollfd wanted = {fd, POLLIN, 0};
+    int ready;
+    do {
+        ready = poll(&wanted, 1, timeout_ms < 1 ? 1 : timeout_ms);
+    } while (ready < 0 && errno == EINTR);
+    if (ready == 0) return ETIMEDOUT;
+    return ready < 0 ? (errno ? errno : EIO) : 0;
+}
+
+/* One non-blocking connect to `address`, bounded by `timeout_ms`, then `await_answer`: 0 the
+ * server answers, else errno (ETIMEDOUT also for a connection accepted by a silent server). */
 static int probe_connect(int family, const struct sockaddr *address, socklen_t length, int timeout_ms) {
     int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return errno ? errno : EIO;
@@ -551,6 +575,7 @@ static int probe_connect(int family, const struct sockaddr *address, socklen_t l
             }
         }
     }
+    if (error == 0) error = await_answer(fd, timeout_ms);
     close(fd);
     return error;
 }

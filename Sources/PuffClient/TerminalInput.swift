@@ -64,7 +64,8 @@ public enum TerminalInput {
     public enum Line {
         /// The line without its newline (and without a carriage return before it).
         case secret(SecretBuffer)
-        /// Ctrl-C or Ctrl-D typed (when they cancel), or the input ended (when that cancels).
+        /// Ctrl-C or Ctrl-D typed (when they cancel), or the input ended (when that cancels, or
+        /// before any byte of the line).
         case cancelled
         /// More than the buffer's capacity before the newline.
         case tooLong
@@ -98,7 +99,9 @@ public enum TerminalInput {
             guard let got = try? withUnsafeMutableBytes(of: &byte, { buffer throws(Errno) in try FileDescriptor.read(fd, into: buffer) })
             else { return .readFailed }
             if got == 0 {
-                if rules.endOfInputEndsLine { break }
+                // The end of input ends a line that began; before any byte there is no line
+                // at all (an empty line is its newline), which cancels.
+                if rules.endOfInputEndsLine && secret.withUnsafeBytes({ !$0.isEmpty }) { break }
                 return .cancelled
             }
             if byte == UInt8(ascii: "\n") { break }

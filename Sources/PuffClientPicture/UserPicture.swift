@@ -25,6 +25,9 @@ public final class UserPicture {
     /// Why a picture cannot be shown.
     public struct LoadError: Error, CustomStringConvertible {
         public let description: String
+        /// The file is there and was read, but holds no picture the decoder can show
+        /// (truncated, damaged, or not PNG or JPEG): not the same as a missing picture.
+        public var undecodable = false
     }
 
     /// Largest decoded picture: 64 megapixels (256 MiB of RGBA).
@@ -64,11 +67,11 @@ public final class UserPicture {
     /// confined child; `decoder` is the program started for it (tests give a false one).
     package init(bytes: [UInt8], path: String, decoder: String = "/proc/self/exe") throws(LoadError) {
         guard bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) || bytes.starts(with: [0xFF, 0xD8, 0xFF]) else {
-            throw LoadError(description: "\(path) is not a PNG or JPEG picture")
+            throw LoadError(description: "\(path) is not a PNG or JPEG picture", undecodable: true)
         }
         guard bytes.count <= Int(PUFF_DECODER_MAX_INPUT),
               let (width, height, pixels) = Self.decodeConfined(bytes, decoder: decoder) else {
-            throw LoadError(description: "\(path): the picture cannot be decoded")
+            throw LoadError(description: "\(path): the picture could not be decoded (truncated or damaged)", undecodable: true)
         }
         self.width = width
         self.height = height

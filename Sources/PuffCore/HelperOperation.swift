@@ -11,6 +11,11 @@ public enum HelperOperation: String, CaseIterable, Equatable, Sendable {
     case enrollGesture = "enroll-gesture"
     /// The caller's own enrollment removed after a proof; framed request.
     case remove
+    /// What a change would check, before the rest of it is asked for: the passcode type
+    /// against the policy, then (`prove`) the proof, counted as a change's is. Nothing is
+    /// changed. Framed request: `check` or `prove`; the passcode type, or `-`; with `prove`
+    /// the proof.
+    case precheck
     /// For a caller whose real uid is root only (the module in fleet mode): the state of a
     /// named user under the module's arguments. Framed request: the user, the number of
     /// arguments, the arguments.
@@ -34,14 +39,14 @@ public enum HelperOperation: String, CaseIterable, Equatable, Sendable {
     public var isService: Bool {
         switch self {
         case .serviceQuery, .serviceVerify, .serviceLogin, .serviceTakeBack: true
-        case .query, .verify, .enrollPasscode, .enrollGesture, .remove: false
+        case .query, .verify, .enrollPasscode, .enrollGesture, .remove, .precheck: false
         }
     }
 
     /// Whether the request is framed and changes the store (an enrollment or a removal).
     public var isChange: Bool {
         switch self {
-        case .query, .verify, .serviceQuery, .serviceVerify, .serviceLogin, .serviceTakeBack: false
+        case .query, .verify, .serviceQuery, .serviceVerify, .serviceLogin, .serviceTakeBack, .precheck: false
         case .enrollPasscode, .enrollGesture, .remove: true
         }
     }

@@ -242,10 +242,12 @@ public final class DirectoryConnection {
     /// without a route (issue 27, item 3); a local failure, or a server that accepts the
     /// connection after all, fails closed and never turns to the cache.
     ///
-    /// A server that accepts the connection but let an operation time out (LDAP_TIMEOUT: hung,
-    /// stopped, overloaded) is out of reach too: a timeout is a wait that ran out, which no
-    /// local resource failure produces. Any other failure on a connection that can be made (a
-    /// TLS handshake or certificate that fails) fails closed.
+    /// A server whose kernel accepts the connection but which says nothing (stopped, hung,
+    /// overloaded: the probe's own connection gets no answer within `ldap_network_timeout`) is
+    /// out of reach too, whatever libldap's code (a TLS handshake that ran out of time ends
+    /// with "can't contact"), and so is one that let an operation time out (LDAP_TIMEOUT): a
+    /// wait that ran out is no local resource failure. Any other failure on a connection to
+    /// a server that answers (a TLS handshake or certificate that fails) fails closed.
     private static func confirmedUnreachable(_ code: Int32, _ message: String, _ settings: DirectorySettings) -> StoreError {
         var buffer = [CChar](repeating: 0, count: 256)
         let found = settings.uris.joined(separator: " ").withCString { uris in

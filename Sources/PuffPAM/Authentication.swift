@@ -139,8 +139,9 @@ extension ModuleContext {
             log(LOG_ERR, "user \(login.forLog): \(error); failing closed")
             return .failure(error)
         }
-        if let counted { keepForTakeBack(counted, secret, login, session) }
-        return conclude(outcome, login, backend, secret)
+        var pending: PendingFailure?
+        if let counted { pending = keepForTakeBack(counted, secret, login, session) }
+        return conclude(outcome, login, backend, secret, pending: pending)
     }
 
     /// One attempt through `backend`. Tpm mode is found here, at no cost to file mode: the
@@ -258,32 +259,49 @@ extension ModuleContext {
     /// module accepts this same text as the system password, the failure is taken back), and
     /// added to the failure history when this process did the store work (a service call's
     /// helper wrote it itself: this process, which the user may stop, takes no lock of the store).
+    /// Returns the kept failure, which reports the failure once it stands (`nil`: not kept, so
+    /// it is reported now).
     @inline(__always)
     private func keepForTakeBack(_ counted: Authenticator.CountedFailure, _ secret: borrowing SecureBytes, _ login: Login,
-                                 _ session: StoreSession) {
+                                 _ session: StoreSession) -> PendingFailure? {
         if login.route != .rootService { recordInHistory(counted, login.options, session) }
         do {
-            if !remember(try PendingFailure(failure: counted, secret: secret, route: login.route)) {
-                log(LOG_WARNING, "user \(login.forLog): could not keep the failure for authsucc")
-            }
+            let pending = try PendingFailure(failure: counted, secret: secret, route: login.route)
+            if remember(pending) { return pending }
+            log(LOG_WARNING, "user \(login.forLog): could not keep the failure for authsucc")
         } catch {
             log(LOG_WARNING, "user \(login.forLog): \(error); the failure cannot be taken back by authsucc")
         }
+        return nil
     }
 
     /// The outcome of the attempt: its one log line, the message after the reply (in a discreet
     /// service the one every account gets for this kind of reply), the audit record, the result.
+    /// A failure `pending` may still see taken back is logged as a refusal now; its line for
+    /// fail2ban and its audit records wait in `pending` until the failure stands. Only in a
+    /// process whose real uid is root (sshd, login): su or sudo run by a user could be killed
+    /// by that user before `pam_end`, and a line or an audit record that waits for it would
+    /// then never be written, so there they are written at once, as before.
     @inline(__always)
     private func conclude(_ outcome: Authenticator.Outcome, _ login: Login, _ backend: Backend,
-                          _ secret: borrowing SecureBytes) -> ModuleResult {
+                          _ secret: borrowing SecureBytes, pending kept: PendingFailure?) -> ModuleResult {
+        let pending = getuid() == 0 ? kept : nil
         let isGesture = secret.hasPrefix(GestureWire.prefix)
         let noun = isGesture ? "gesture" : "passcode"
         let silent = login.options.silent
         func tell(_ message: String) {
             complain(login.discreet ? Self.discreetRefusal(gesture: isGesture) : message, silent: silent || login.promptsEveryAccount)
         }
-        if case .failure = outcome { logAuthenticationFailure(user: login.user.isEmpty ? "(invalid)" : login.user) }
-        if let line = outcome.logLine(user: login.forLog, kind: noun) { log(line.priority, line.text) }
+        if case .failure(let failures, _, _) = outcome, let pending {
+            let prefix = finalLinePrefix()
+            pending.finalLines.append((LOG_NOTICE, prefix + authenticationFailureLine(user: login.user.isEmpty ? "(invalid)" : login.user)))
+            if let line = outcome.logLine(user: login.forLog, kind: noun) { pending.finalLines.append((line.priority, prefix + line.text)) }
+            log(LOG_INFO, "user \(login.forLog): \(noun) not accepted (\(failures) in a row); a failure once the stack ends, "
+                + "unless authsucc finds the password module accepted the same text")
+        } else {
+            if case .failure = outcome { logAuthenticationFailure(user: login.user.isEmpty ? "(invalid)" : login.user) }
+            if let line = outcome.logLine(user: login.forLog, kind: noun) { log(line.priority, line.text) }
+        }
         switch outcome {
         case .success:
             return .success
@@ -300,8 +318,14 @@ extension ModuleContext {
         case .failure(_, let lock, _) where lock == .open:
             tell("Puff: wrong \(noun).")
         case .failure(_, let lock, _):
-            log(LOG_WARNING, "user \(login.forLog): \(describe(lock))")
-            audit(.locked(untilReset: lock == .lockedUntilReset), backend)
+            let line = "user \(login.forLog): \(describe(lock))"
+            if let pending {
+                pending.finalLines.append((LOG_WARNING, finalLinePrefix() + line))
+                pending.finalAudit = auditRecord(.locked(untilReset: lock == .lockedUntilReset), backend)
+            } else {
+                log(LOG_WARNING, line)
+                audit(.locked(untilReset: lock == .lockedUntilReset), backend)
+            }
             tell("Puff: wrong \(noun). " + lockMessage(lock, prefix: false))
         case .locked(let status):
             refuseLocked(status, login, backend)
@@ -353,7 +377,8 @@ extension ModuleContext {
     /// cannot be written is logged and changes nothing.
     private func recordInHistory(_ counted: Authenticator.CountedFailure, _ options: PuffOptions, _ session: StoreSession) {
         let entry = FailureHistory.Entry(time: counted.after.lastFailure, service: rawItem(PAM_SERVICE),
-                                         tty: rawItem(PAM_TTY), rhost: rawItem(PAM_RHOST), ruser: rawItem(PAM_RUSER))
+                                         tty: rawItem(PAM_TTY), rhost: rawItem(PAM_RHOST), ruser: rawItem(PAM_RUSER),
+                                         serial: counted.after.serial)
         do {
             try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds,
                                session: session).record(entry, for: counted.user)
@@ -364,9 +389,21 @@ extension ModuleContext {
 
     /// An audit record for `backend`'s account, with this transaction's remote host and tty.
     private func audit(_ event: Audit.Event, _ backend: Backend) {
-        guard let uid = backend.auditUID else { return }
+        guard let record = auditRecord(event, backend) else { return }
+        Audit.record(record.event, uid: record.uid, rhost: record.rhost, tty: record.tty)
+    }
+
+    /// What `audit` sends, to send later (`nil`: no account to name).
+    private func auditRecord(_ event: Audit.Event, _ backend: Backend)
+        -> (event: Audit.Event, uid: UInt32, rhost: String?, tty: String?)? {
+        guard let uid = backend.auditUID else { return nil }
         let rhost = logField(PAM_RHOST), tty = logField(PAM_TTY)
-        Audit.record(event, uid: uid, rhost: rhost.isEmpty ? nil : rhost, tty: tty.isEmpty ? nil : tty)
+        return (event, uid, rhost.isEmpty ? nil : rhost, tty.isEmpty ? nil : tty)
+    }
+
+    /// pam_syslog's prefix for this module and service, for a line written after the stack.
+    private func finalLinePrefix() -> String {
+        "pam_puff(\(logField(PAM_SERVICE)):auth): "
     }
 
     private func describe(_ status: LockStatus) -> String {

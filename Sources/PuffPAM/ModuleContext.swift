@@ -70,9 +70,14 @@ struct ModuleContext {
     /// The failure line in pam_unix's shape, which fail2ban's `pam-generic` filter reads
     /// (with `__pam_auth="pam_[a-z]+"`): it must end with `user=NAME`.
     func logAuthenticationFailure(user: String) {
+        log(LOG_NOTICE, authenticationFailureLine(user: user))
+    }
+
+    /// `logAuthenticationFailure`'s text.
+    func authenticationFailureLine(user: String) -> String {
         let login = pam_modutil_getlogin(handle).map { Self.logField($0) } ?? ""
-        log(LOG_NOTICE, "authentication failure; logname=\(login) uid=\(getuid()) euid=\(geteuid()) "
-            + "\(attemptContext()) user=\(LogText.escapeField(user.utf8, limit: 128))")
+        return "authentication failure; logname=\(login) uid=\(getuid()) euid=\(geteuid()) "
+            + "\(attemptContext()) user=\(LogText.escapeField(user.utf8, limit: 128))"
     }
 
     /// The user name from `pam_get_user` (which may prompt), raw. `nil` on a conversation

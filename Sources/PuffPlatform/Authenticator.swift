@@ -440,16 +440,22 @@ public struct Authenticator {
         }
     }
 
-    /// Removes `name`'s record, picture, counter and failure history; `false` when there was
-    /// no record or picture. (The counter's lock file stays: it is never removed or renamed,
-    /// so a waiting attempt always locks the file the next one will lock.)
+    /// Removes `name`'s record, picture, counter, failure history and the counter's lock file;
+    /// `false` when there was no record or picture. A name with none of these files gets
+    /// nothing written, not even a lock file. (The lock file goes last, under its own lock:
+    /// LockoutStore's `removeLockWhileLocked`.)
     public func removeEnrollment(of name: UserName) throws(StoreError) -> Bool {
+        // Not `a || b`: its right side would be an untyped throwing autoclosure.
+        if try !records.hasFiles(name) {
+            guard try counters.hasFiles(name) else { return false }
+        }
         return try counters.update(name) { _, _ throws(StoreError) -> Bool in
             let removed = try records.remove(name)
             let pictures = try records.removePictures(name)
             try counters.removeWhileLocked(name)
             _ = try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds,
                                    session: session).remove(name)
+            try counters.removeLockWhileLocked(name)
             return removed || pictures
         }
     }

@@ -15,10 +15,13 @@ public struct FailureHistory {
         public var time: Int64
         /// The PAM service, terminal, remote host and remote user ("" when PAM had none).
         public var service: String, tty: String, rhost: String, ruser: String
+        /// The counter's number for the attempt (`Tally.serial`), by which a failure taken back
+        /// is removed; 0 in lines written before it was kept.
+        public var serial: UInt64
 
         /// An entry; the texts are escaped when written.
-        public init(time: Int64, service: String, tty: String, rhost: String, ruser: String) {
-            (self.time, self.service, self.tty, self.rhost, self.ruser) = (time, service, tty, rhost, ruser)
+        public init(time: Int64, service: String, tty: String, rhost: String, ruser: String, serial: UInt64 = 0) {
+            (self.time, self.service, self.tty, self.rhost, self.ruser, self.serial) = (time, service, tty, rhost, ruser, serial)
         }
     }
 
@@ -70,6 +73,26 @@ public struct FailureHistory {
         }
     }
 
+    /// Removes the failure numbered `serial` from `name`'s history: `authsucc` took it back
+    /// (the system password was typed at Puff's prompt), so it is no failure to list. `false`
+    /// when the history has no such line.
+    @inline(never)
+    public func forget(serial: UInt64, for name: UserName) throws(StoreError) -> Bool {
+        guard serial > 0, let state = try session.directory(stateDirectory) else { return false }
+        let history = try session.subdirectory(Self.directoryName, of: state, creatingWith: 0o700)
+        var removed = false
+        try withLock(history.trusted) { () throws(StoreError) in
+            guard let bytes = try history.trusted.readFile(name.value, .rootPrivate(maximumSize: Self.maximumSize)) else { return }
+            let lines = Self.lines(bytes)
+            let kept = lines.filter { Self.entry($0)?.serial != serial }
+            guard kept.count != lines.count else { return }
+            removed = true
+            let text = kept.isEmpty ? "" : kept.joined(separator: "\n") + "\n"
+            try history.trusted.replaceFile(name.value, with: Array(text.utf8), mode: 0o600, durability: .unsynced)
+        }
+        return removed
+    }
+
     /// `name`'s latest failures, oldest first (empty when there is no history).
     public func entries(for name: UserName) throws(StoreError) -> [Entry] {
         guard let history = try session.directory(stateDirectory + "/" + Self.directoryName) else { return [] }
@@ -102,13 +125,21 @@ public struct FailureHistory {
 
     static func line(_ entry: Entry) -> String {
         func field(_ text: String) -> String { text.isEmpty ? "-" : LogText.escapeField(text.utf8, limit: 128) }
-        return "\(entry.time) \(field(entry.service)) \(field(entry.tty)) \(field(entry.rhost)) \(field(entry.ruser))"
+        let line = "\(entry.time) \(field(entry.service)) \(field(entry.tty)) \(field(entry.rhost)) \(field(entry.ruser))"
+        return entry.serial == 0 ? line : line + " \(entry.serial)"
     }
 
     static func entry(_ line: String) -> Entry? {
         let fields = line.splitBytes(at: UInt8(ascii: " "), omittingEmptySubsequences: false).map(String.init)
-        guard fields.count == 5, let time = Int64(fields[0]), time >= 0 else { return nil }
+        // Five fields, or six with the attempt's number (written since failures can be taken back).
+        guard fields.count == 5 || fields.count == 6, let time = Int64(fields[0]), time >= 0 else { return nil }
+        var serial: UInt64 = 0
+        if fields.count == 6 {
+            guard let number = UInt64(canonicalDecimal: fields[5]) else { return nil }
+            serial = number
+        }
         func text(_ field: String) -> String { field.sameBytes(as: "-") ? "" : field }
-        return Entry(time: time, service: text(fields[1]), tty: text(fields[2]), rhost: text(fields[3]), ruser: text(fields[4]))
+        return Entry(time: time, service: text(fields[1]), tty: text(fields[2]), rhost: text(fields[3]), ruser: text(fields[4]),
+                     serial: serial)
     }
 }

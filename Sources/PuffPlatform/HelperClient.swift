@@ -214,6 +214,25 @@ public struct HelperClient: Sendable {
         case rulesBroken
     }
 
+    /// What a change would check, before the rest of it is asked for (`precheck`): the
+    /// passcode `type` (nil for a gesture), then, when given, the proof. `.done` when both
+    /// pass; `.rulesBroken` when the type is refused (nothing was counted).
+    public func precheck(type: PasscodeType?, proof: UnsafeRawBufferPointer?) throws(StoreError) -> ChangeResult {
+        let mode = Array((proof == nil ? "check" : "prove").utf8), typeName = Array((type?.rawValue ?? "-").utf8)
+        let (status, output) = try Self.withBytes(of: mode) { modeBytes throws(StoreError) in
+            try Self.withBytes(of: typeName) { typeBytes throws(StoreError) in
+                try run(.precheck, fields: [], frames: [modeBytes, typeBytes] + (proof.map { [$0] } ?? []))
+            }
+        }
+        if status == HelperExit.rules { return .rulesBroken }
+        guard proof != nil else {
+            guard status == HelperExit.success else { throw HelperReport.failed(status, path) }
+            return .done
+        }
+        let report = try HelperReport.attemptReport(status: status, output: output, helper: path)
+        return report.outcome == .success ? .done : .refused(report.outcome)
+    }
+
     /// Sends a change request (`frames`: each buffer preceded by its length line) and says
     /// what the helper did; a failed helper or a report that disagrees with its status throws.
     public func change(_ operation: HelperOperation, frames: [UnsafeRawBufferPointer]) throws(StoreError) -> ChangeResult {

@@ -16,7 +16,10 @@ import PuffCore
 /// one with another link count is replaced whole (`TrustedDirectory.replaceFile`) in the
 /// two-slot layout. Read-modify-writes are serialized by `flock(LOCK_EX)` on a separate,
 /// never-renamed lock file `.NAME.lock` (user names cannot start with a dot). Readers need no
-/// lock: the slot being written fails its check and the other one is read.
+/// lock: the slot being written fails its check and the other one is read. Removing an
+/// enrollment unlinks the lock file, as its last step and while holding its lock; whoever
+/// then gets a lock checks that its file is still the one the name links to, and starts
+/// again on the new one if not, so two holders never hold different files at once.
 public struct LockoutStore {
     /// The state directory.
     public let directory: String
@@ -103,18 +106,45 @@ public struct LockoutStore {
     }
 
     /// The lock file `lockName` in `state`, opened (made when missing), checked and locked.
+    /// A file that was unlinked while this waited for its lock (an enrollment removed) locks
+    /// nothing any more: then the name's new file is opened and locked instead.
     private func lockedFile(_ lockName: String, in state: StoreSession.Directory) throws(StoreError) -> FileDescriptor {
         let lockPath = state.path + "/" + lockName
-        let lockFile: FileDescriptor
-        do {
-            lockFile = try state.trusted.descriptor.open(lockName, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
-                                                 mode: 0o600)
-        } catch {
-            throw Self.openError(error, path: lockPath)
+        // Each retry follows a removal by root; a few in a row mean something is wrong.
+        for _ in 0..<8 {
+            let lockFile: FileDescriptor
+            do {
+                lockFile = try state.trusted.descriptor.open(lockName, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
+                                                             mode: 0o600)
+            } catch {
+                throw Self.openError(error, path: lockPath)
+            }
+            let held = try TrustedDirectory.checkFile(lockFile, path: lockPath, .rootPrivate(maximumSize: 0))
+            try lock(lockFile, exclusive: true, path: lockPath)
+            let linked: stat
+            do {
+                linked = try state.trusted.descriptor.status(of: lockName)
+            } catch {
+                guard error == .noEntry else { throw .system("fstatat", path: lockPath, error) }
+                continue
+            }
+            if linked.st_ino == held.st_ino && linked.st_dev == held.st_dev { return lockFile }
         }
-        try TrustedDirectory.checkFile(lockFile, path: lockPath, .rootPrivate(maximumSize: 0))
-        try lock(lockFile, exclusive: true, path: lockPath)
-        return lockFile
+        throw .lockTimeout(path: lockPath)
+    }
+
+    /// Whether `name` has a counter or a lock file (without making either).
+    public func hasFiles(_ name: UserName) throws(StoreError) -> Bool {
+        guard let state = try session.directory(directory) else { return false }
+        for file in [name.value, Self.lockName(name.value)] {
+            do {
+                _ = try state.trusted.descriptor.status(of: file)
+                return true
+            } catch {
+                guard error == .noEntry else { throw .system("fstatat", path: state.path + "/" + file, error) }
+            }
+        }
+        return false
     }
 
     /// How the body of `update` writes the counter: each write is the next generation, into
@@ -326,6 +356,14 @@ public struct LockoutStore {
     /// the record under it, finds none and writes nothing.
     public func removeWhileLocked(_ name: UserName) throws(StoreError) {
         _ = try openState().trusted.removeFile(name.value)
+    }
+
+    /// Deletes `name`'s lock file; only inside `update(name)`, as the last thing it does
+    /// (removing an enrollment). A process waiting for the lock on this file finds it unlinked
+    /// once it has the lock and starts again on a new one (`lockedFile`); one that made the new
+    /// file meanwhile finds the removal done.
+    public func removeLockWhileLocked(_ name: UserName) throws(StoreError) {
+        _ = try openState().trusted.removeFile(Self.lockName(name.value))
     }
 
     /// The state directory, created when missing.

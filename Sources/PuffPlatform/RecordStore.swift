@@ -121,6 +121,23 @@ public struct RecordStore {
         return picture || staged
     }
 
+    /// Whether `name` has a record or a picture (staged or settled), without changing either.
+    public func hasFiles(_ name: UserName) throws(StoreError) -> Bool {
+        for (subdirectory, files) in [(Self.usersDirectory, [name.value]),
+                                      (Self.picturesDirectory, [name.value, Self.pendingPictureName(name)])] {
+            guard let directory = try session.directory(self.directory + "/" + subdirectory) else { continue }
+            for file in files {
+                do {
+                    _ = try directory.trusted.descriptor.status(of: file)
+                    return true
+                } catch {
+                    guard error == .noEntry else { throw .system("fstatat", path: directory.path + "/" + file, error) }
+                }
+            }
+        }
+        return false
+    }
+
     /// The names that have a record (temp files and anything that is not a user name are skipped).
     public func enrolledNames() throws(StoreError) -> [UserName] {
         guard let users = try session.directory(directory + "/" + Self.usersDirectory) else { return [] }

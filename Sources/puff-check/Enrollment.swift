@@ -46,6 +46,48 @@ enum Enrollment {
         return Helper.write(proved) ? HelperExit.success : HelperExit.failure
     }
 
+    /// `precheck`: what a change checks, asked before the rest of the change is typed, so
+    /// that a type the policy refuses or a wrong proof is said at once (issue 32, item 7). The
+    /// type is checked first and counts nothing; the proof is a counted attempt, as a change's
+    /// (which checks it again: the helper keeps nothing between runs). Nothing is changed.
+    static func precheck(_ store: Store, _ subject: Authenticator.Subject, _ account: Account) throws(StoreError) -> Int32 {
+        let typeText: [UInt8]
+        var proof: SecureBytes?
+        do throws(FrameReader.Malformed) {
+            let mode = try FrameReader.bytes(limit: 8)
+            typeText = try FrameReader.bytes(limit: 32)
+            if mode.elementsEqual("prove".utf8) {
+                proof = try FrameReader.secret(limit: Helper.maximumSecretLength)
+            } else if !mode.elementsEqual("check".utf8) {
+                throw FrameReader.Malformed()
+            }
+            try FrameReader.end()
+        } catch {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): malformed precheck request; nothing read")
+            return HelperExit.usage
+        }
+        if !typeText.elementsEqual("-".utf8) {
+            guard let type = PasscodeType(rawValue: String(decoding: typeText, as: UTF8.self)) else {
+                HelperLog.write(LOG_NOTICE, "user \(account.name): malformed precheck request; nothing read")
+                return HelperExit.usage
+            }
+            // The rules `Request.prepare` applies that depend on the type alone.
+            let floor = store.authenticator.options.minimumPasscode ?? .digits6
+            guard type.meets(floor) else {
+                HelperLog.write(LOG_NOTICE, "user \(account.name): passcode type \(type.rawValue) refused before any proof "
+                                + "(below \(floor.rawValue))")
+                return HelperExit.rules
+            }
+        }
+        guard let proof else { return Helper.write(HelperReport(subject.state)) ? HelperExit.success : HelperExit.failure }
+        let proved = try prove(proof, store, subject, account)
+        guard proved.outcome == .success else {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): precheck, proof \(proved.outcome.rawValue)")
+            return Helper.write(proved) ? HelperExit.refused : HelperExit.failure
+        }
+        return Helper.write(proved) ? HelperExit.success : HelperExit.failure
+    }
+
     /// `remove`: the caller's own enrollment (record, picture, counter) after the same proof
     /// as a change. The request is one frame, the proof.
     static func remove(_ store: Store, _ subject: Authenticator.Subject,

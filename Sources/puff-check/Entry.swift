@@ -10,9 +10,13 @@ func helperMain(operation: String?) -> Never {
     // The environment is already gone (CHelperStart ran before anything else); without that
     // start-up code, refuse to run.
     guard puff_helper_dropped_environment() >= 0, Hardening.apply() else { _exit(HelperExit.failure) }
-    // `--version` reads nothing and needs no privilege.
+    // `--version` and `--help` read nothing and need no privilege.
     if operation == "--version" {
         print("puff-check \(BuildInfo.version)")
+        exit(HelperExit.success)
+    }
+    if operation == "--help" || operation == "-h" {
+        print(usage)
         exit(HelperExit.success)
     }
     openlog("puff-check", LOG_PID, LOG_AUTHPRIV)
@@ -22,10 +26,25 @@ func helperMain(operation: String?) -> Never {
     }
     guard let operation = operation.flatMap(HelperOperation.init(rawValue:)) else {
         HelperLog.write(LOG_NOTICE, "usage error by uid \(getuid())")
+        // Said once on standard error (the callers that run the helper never reach this).
+        _ = "puff-check: no such operation; it is Puff's helper, not meant to be run by hand (puff-check --help)\n"
+            .withCString { write(2, $0, strlen($0)) }
         exit(HelperExit.usage)
     }
     exit(Helper.run(operation))
 }
+
+/// What `--help` prints.
+var usage: String { """
+    puff-check: Puff's setuid helper. pam_puff.so (in screen lockers and other programs run
+    without root) and puff-enroll (run by an ordinary user) start it; it is not meant to be run
+    by hand. It serves the calling user's own account only, reads its request from standard
+    input and answers with an exit status and a report (puff-check(8)).
+
+    Usage: puff-check OPERATION    (query, verify, enroll-passcode, enroll-gesture, remove;
+                                    service-* for root callers only)
+           puff-check --version | --help
+    """ }
 
 #if $Embedded
 // `make helper` builds the helper in Embedded Swift, which has no `CommandLine`, from every

@@ -38,6 +38,8 @@ enum Helper {
                 return try verify(store, subject, account)
             case .enrollPasscode, .enrollGesture:
                 return try Enrollment.run(operation, store, subject, account)
+            case .precheck:
+                return try Enrollment.precheck(store, subject, account)
             case .remove:
                 return try Enrollment.remove(store, subject, account)
             case .serviceQuery, .serviceVerify, .serviceLogin, .serviceTakeBack:

@@ -77,9 +77,17 @@ enum Service {
                 let taken = try store.takeBack(failure)
                 if taken {
                     HelperLog.write(LOG_INFO, Authenticator.CountedFailure.takenBackLine(user: user))
+                    // No failure to list in `puff-enroll status` (the row `verify` wrote).
+                    let options = store.authenticator.options
+                    do {
+                        _ = try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds,
+                                               session: store.authenticator.session).forget(serial: failure.after.serial, for: failure.user)
+                    } catch {
+                        HelperLog.write(LOG_WARNING, "user \(user): failure history not updated: \(error)")
+                    }
                 }
                 return taken ? HelperExit.success : HelperExit.refused
-            case .query, .verify, .enrollPasscode, .enrollGesture, .remove:
+            case .query, .verify, .enrollPasscode, .enrollGesture, .remove, .precheck:
                 return HelperExit.usage
             }
         } catch {
@@ -125,7 +133,7 @@ enum Service {
         if let counted, origin.count == HelperClient.Service.originCount {
             let options = store.authenticator.options
             let entry = FailureHistory.Entry(time: counted.after.lastFailure, service: origin[0], tty: origin[1],
-                                             rhost: origin[2], ruser: origin[3])
+                                             rhost: origin[2], ruser: origin[3], serial: counted.after.serial)
             do {
                 try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds,
                                    session: store.authenticator.session).record(entry, for: counted.user)

@@ -142,7 +142,7 @@ struct Status: ParsableCommand {
         case .locked(let seconds): lock = "locked for \(seconds)s"
         case .lockedUntilReset: lock = "locked until reset"
         }
-        let accepts = enrolled ? acceptsText(state.acceptance) : "-"
+        let accepts = enrolled ? acceptsText(state.acceptance, state.lock) : "-"
         if json {
             Terminal.say("[{\"user\": \"\(account.name)\", \"uid\": \(account.uid), \"enrolled\": \(enrolled), "
                          + "\"failures\": \(state.failures), \"locked\": \(state.lock != .open), \"accepts\": \"\(accepts)\"}]")
@@ -162,9 +162,16 @@ struct Status: ParsableCommand {
         }
     }
 
-    /// What the next login accepts, in words.
-    private func acceptsText(_ acceptance: Acceptance?) -> String {
-        switch acceptance {
+    /// What the next login accepts, in words: while locked, nothing (and for how long).
+    private func acceptsText(_ acceptance: Acceptance?, _ lock: LockStatus) -> String {
+        switch lock {
+        case .open: break
+        case .lockedUntilReset: return "nothing until reset (locked)"
+        case .locked(let seconds):
+            let after = acceptsText(acceptance, .open)
+            return "nothing for \(seconds)s (locked)" + (after == "-" ? "" : ", then " + after)
+        }
+        return switch acceptance {
         case .none: "-"
         case .passcodeOrGesture: "passcode or gesture"
         case .passcodeOnly(_, nil): "passcode"
@@ -178,7 +185,7 @@ struct Status: ParsableCommand {
                          _ acceptance: Acceptance?) -> [String] {
         [name.value, account.map { String($0.uid) } ?? "?", record?.passcode?.type.rawValue ?? "-",
          record?.gesture.map { "\($0.pictureWidth)x\($0.pictureHeight)" } ?? "-",
-         tally.isDamaged ? "damaged" : String(tally.failures), lockText(status, tally), acceptsText(acceptance)]
+         tally.isDamaged ? "damaged" : String(tally.failures), lockText(status, tally), acceptsText(acceptance, status)]
     }
 
     /// One history entry as JSON (its texts are printable ASCII already; quotes and
@@ -232,7 +239,7 @@ struct Status: ParsableCommand {
         fields.append("\"gesture_failures\": \(tally.gestureFailures)")
         fields.append("\"last_passcode\": " + (tally.passcodeAt == 0 ? "null" : String(tally.passcodeAt)))
         fields.append("\"admin_lock\": \(tally.adminLock)")
-        fields.append("\"accepts\": \"\(acceptsText(acceptance))\"")
+        fields.append("\"accepts\": \"\(acceptsText(acceptance, status))\"")
         if let countedBy { fields.append("\"last_failure_host\": \"\(LogText.escape(countedBy))\"") }
         return "{" + fields.joined(separator: ", ") + "}"
     }
@@ -263,6 +270,10 @@ struct Reset: ParsableCommand {
                 return
             }
             let counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
+            // No record and no counter: nothing is locked, and nothing is written.
+            guard try RecordStore(directory: options.recordDirectory).hasFiles(name) || counters.hasFiles(name) else {
+                throw Failure(ExitCodes.unknown, "\(name) has nothing enrolled in Puff; nothing to reset")
+            }
             let before = try counters.read(name)
             try counters.reset(name)
             let cleared = before.isDamaged ? "a damaged counter rewritten" : "\(before.failures) failures cleared"
@@ -294,10 +305,20 @@ struct Lock: ParsableCommand {
             let options = try store.load()
             let account = try Command.account(user)
             let name = account.name
-            try Store(options: options, for: .tool(effectiveUID: geteuid())).requirePasscode(of: name)
+            let store = Store(options: options, for: .tool(effectiveUID: geteuid()))
+            // Nothing enrolled: nothing to lock, and nothing is written.
+            guard let record = try store.record(of: account) else {
+                throw Failure(ExitCodes.unknown, "\(name) has nothing enrolled in Puff; nothing to lock")
+            }
+            try store.requirePasscode(of: name)
             Command.audit("passcode required for user \(name) by uid \(getuidValue()) (puff-enroll lock)")
             Audit.administrator("puff-lock", user: name.value, uid: account.uid, succeeded: true)
-            Terminal.say("\(name) must use the passcode at the next login.")
+            if record.passcode == nil {
+                Terminal.say("\(name) has no Puff passcode: Puff refuses \(name) until an administrator runs "
+                             + "'puff-enroll reset --user \(name)'.")
+            } else {
+                Terminal.say("\(name) must use the passcode at the next login.")
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import PuffClient
+import PuffClientPicture
 import PuffCore
 import PuffFleet
 import PuffPlatform
@@ -68,8 +69,11 @@ struct GestureCommand: ParsableCommand {
         let account = try Command.account(nil)
         let service = SelfService(helper: store.helper)
         let state = try service.query()
-        let proof = try service.readProof(state, account: account, fromStdin: stdin)
+        // The picture first: nothing is asked for one that cannot be enrolled.
         let image = try Picture.load(picture)
+        let proof = try service.readProof(state, account: account, fromStdin: stdin)
+        // A wrong proof is said now, not after the gesture was drawn twice.
+        try service.precheck(type: nil, proof: proof)
         let settings = try PuffOptions().gestureRecognizerSettings()
         // Checked here for a clear message; the helper checks again with the store's settings.
         // The helper takes two drawings, so no third is asked for here.
@@ -101,14 +105,14 @@ struct GestureCommand: ParsableCommand {
         if !inWindow && PadRunner.applies(fromStdin: stdin) {
             drawn = try PadRunner.draw(picture: picture, title: title)
         }
-        let read = try drawn.take() ?? Terminal.readSecret(prompt: prompt, fromStdin: stdin)
+        let read = try drawn.take() ?? Terminal.readSecret(prompt: prompt, fromStdin: stdin, what: "gesture")
         guard case .secret(let line) = read else {
             throw Failure(ExitCodes.refused, "cancelled")
         }
         do {
             return (try line.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }, inWindow)
         } catch {
-            throw Failure(ExitCodes.refused, "not a valid gesture: \(error)")
+            throw Failure(ExitCodes.refused, "not a valid gesture: \(error.reason)")
         }
     }
 
@@ -292,6 +296,21 @@ struct Picture {
         }
         guard GestureLimits.maximumPictureSide >= max(width, height) else {
             throw Failure(ExitCodes.refused, "\(path): the picture is larger than \(GestureLimits.maximumPictureSide) pixels on a side")
+        }
+        // Decoded whole, as every login screen will (in the client kit's confined child: stb_image
+        // never runs in this process, which is root's when an administrator enrolls a user's
+        // picture): a truncated or damaged file whose header is fine is refused here, before
+        // anything is asked or written, not found undrawable at login.
+        let decoded: UserPicture
+        do {
+            decoded = try UserPicture(bytes: bytes, path: path)
+        } catch {
+            throw Failure(ExitCodes.refused, "\(path): the picture could not be decoded (truncated or damaged?); "
+                          + "nothing was enrolled")
+        }
+        guard decoded.width == width, decoded.height == height else {
+            throw Failure(ExitCodes.refused, "\(path): the picture's header says \(width)x\(height) but it decodes to "
+                          + "\(decoded.width)x\(decoded.height); nothing was enrolled")
         }
         return Picture(bytes: bytes, width: width, height: height)
     }

@@ -53,7 +53,7 @@ struct Passcode: ParsableCommand {
     }
 
     private func confirmCurrent(_ authenticator: Store, account: Account, type: PasscodeType) throws {
-        guard case .secret(let current) = try Terminal.readSecret(prompt: "Current passcode: ", fromStdin: stdin) else {
+        guard case .secret(let current) = try Terminal.readSecret(prompt: "Current passcode: ", fromStdin: stdin, what: "current passcode") else {
             throw Failure(ExitCodes.refused, "cancelled")
         }
         let subject = try authenticator.subject(for: account.name.value)
@@ -67,17 +67,21 @@ struct Passcode: ParsableCommand {
 
     /// An ordinary user on their own account, through the helper.
     private func runForSelf() throws {
+        // What can be checked is checked before anything is asked: the flags, the type against
+        // the policy (the helper's), the proof, and only then the new passcode (issue 32, item 7).
+        guard !allowWeak else { throw Failure(ExitCodes.notRoot, "--allow-weak is for administrators") }
         let account = try Command.account(nil)
         let service = SelfService(helper: store.helper)
         let state = try service.query()
-        let proof = try service.readProof(state, account: account, fromStdin: stdin)
         var current: PasscodeType?
         switch state.acceptance {
         case .passcodeOrGesture(let type), .passcodeOnly(let type, _): current = state.hasPasscode ? type : nil
         case .gestureOnly, .refused: current = nil
         }
-        guard !allowWeak else { throw Failure(ExitCodes.notRoot, "--allow-weak is for administrators") }
         let chosenType = type ?? current ?? .digits6
+        try service.precheck(type: chosenType)
+        let proof = try service.readProof(state, account: account, fromStdin: stdin)
+        try service.precheck(type: chosenType, proof: proof)
         let newPasscode = try readNew(type: chosenType, minimum: nil, isRoot: account.uid == 0)
         let typeName = Array(chosenType.rawValue.utf8)
         // Only the helper knows min_passcode; below 6 digits its refusal is most likely this rule.
@@ -94,7 +98,7 @@ struct Passcode: ParsableCommand {
     }
 
     private func readNew(type: PasscodeType, minimum: PasscodeType?, isRoot: Bool) throws -> SecureBytes {
-        guard case .secret(let first) = try Terminal.readSecret(prompt: "New passcode (\(type.rawValue)): ", fromStdin: stdin) else {
+        guard case .secret(let first) = try Terminal.readSecret(prompt: "New passcode (\(type.rawValue)): ", fromStdin: stdin, what: "new passcode") else {
             throw Failure(ExitCodes.refused, "cancelled")
         }
         if let violation = first.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: allowWeak, minimum: minimum, isRoot: isRoot) }) {

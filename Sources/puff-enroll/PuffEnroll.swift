@@ -18,6 +18,52 @@ struct PuffEnroll: ParsableCommand {
         version: BuildInfo.version,
         subcommands: [Passcode.self, GestureCommand.self, ShowGesture.self, Status.self, Lock.self, Reset.self, Remove.self, TPMCommand.self]
     )
+
+    /// A first word that is no command (`puff-enroll resett --user bob`) is named as such,
+    /// with the nearest command, before the parser would report the options after it as
+    /// unknown; then parses and runs.
+    static func main() {
+        let arguments = CommandLine.arguments.dropFirst()
+        if let word = arguments.first, !word.hasPrefix("-") {
+            let names = configuration.subcommands.map { $0._commandName } + ["help"]
+            if !names.contains(word) {
+                Report.warn("puff-enroll: unknown command '\(LogText.escape(word))'"
+                    + (CommandSuggestion.nearest(to: word, among: names).map { "; did you mean '\($0)'?" } ?? "")
+                    + " (puff-enroll --help lists the commands)")
+                Glibc.exit(64)
+            }
+        }
+        main(nil)
+    }
+}
+
+/// The command a mistyped word most likely meant.
+enum CommandSuggestion {
+    /// The name in `names` nearest to `word` (edit distance), if it is near enough to be a
+    /// typo (at most 2 edits, or a prefix of the name).
+    static func nearest(to word: String, among names: [String]) -> String? {
+        let typed = Array(word.lowercased().utf8)
+        let scored = names.map { name -> (String, Int) in
+            let target = Array(name.utf8)
+            if target.starts(with: typed) && !typed.isEmpty { return (name, 0) }
+            return (name, distance(typed, target))
+        }
+        guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= 2 else { return nil }
+        return best.0
+    }
+
+    /// Levenshtein distance.
+    static func distance(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1] + Array(repeating: 0, count: b.count)
+            for (j, y) in b.enumerated() {
+                current[j + 1] = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
 }
 
 /// Exit codes documented in `--help`.

@@ -37,10 +37,56 @@ struct SelfService {
     /// enrolled, otherwise the system password.
     func readProof(_ state: CredentialState, account: Account, fromStdin: Bool) throws -> SecureBytes {
         let prompt = state.hasPasscode ? "Current Puff passcode: " : "System password for \(account.name): "
-        guard case .secret(let proof) = try Terminal.readSecret(prompt: prompt, fromStdin: fromStdin) else {
+        guard case .secret(let proof) = try Terminal.readSecret(prompt: prompt, fromStdin: fromStdin,
+                                                                what: state.hasPasscode ? "current Puff passcode" : "system password") else {
             throw Failure(ExitCodes.refused, "cancelled")
         }
         return proof
+    }
+
+    /// Asks the helper what the change will check, before the rest of it is typed: the
+    /// passcode `type` against the policy (before any proof), then the proof when given.
+    /// Returns normally when they pass.
+    func precheck(type: PasscodeType?) throws {
+        let result: HelperClient.ChangeResult
+        do {
+            result = try client.precheck(type: type, proof: nil)
+        } catch {
+            throw Failure(ExitCodes.storeFailure, "\(error)")
+        }
+        try say(result, type: type)
+    }
+
+    /// `precheck(type:)` with the proof, checked as the change will check it.
+    func precheck(type: PasscodeType?, proof: borrowing SecureBytes) throws {
+        let result: HelperClient.ChangeResult
+        do {
+            result = try proof.withBytes { bytes throws(StoreError) in try client.precheck(type: type, proof: bytes) }
+        } catch {
+            throw Failure(ExitCodes.storeFailure, "\(error)")
+        }
+        try say(result, type: type)
+    }
+
+    private func say(_ result: HelperClient.ChangeResult, type: PasscodeType?) throws {
+        switch result {
+        case .done:
+            return
+        case .rulesBroken:
+            // Only the type was checked. Below 6 digits the self-service floor is the likely rule
+            // (the helper alone knows min_passcode).
+            if let type, !type.meets(.digits6) {
+                throw Failure(ExitCodes.refused, PasscodeRuleViolation.belowSelfServiceMinimum.message + "; nothing was changed")
+            }
+            throw Failure(ExitCodes.refused, "a \(type?.rawValue ?? "") passcode is below what the administrator requires "
+                          + "(min_passcode); choose a stronger --type; nothing was changed")
+        case .refused(.locked):
+            throw Failure(ExitCodes.refused, "locked after too many failed attempts; try again later")
+        case .refused(.passcodeRequired):
+            throw Failure(ExitCodes.refused, "the current Puff passcode is required")
+        case .refused:
+            throw Failure(ExitCodes.refused, "the proof of identity is wrong; nothing was changed")
+        }
     }
 
     /// Sends an enrollment or removal request; returns normally only when the helper did it.

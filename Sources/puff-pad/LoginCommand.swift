@@ -46,8 +46,15 @@ struct LoginCommand: ParsableCommand {
             Report.warn("cannot tell who you are; use --user")
             throw ExitCode(PadExit.pamError)
         }
-        let picture = try? PadPicture(path: UserPicture.path(directory: dir, user: name))
-        let conversation = LoginConversation(user: name, picture: picture)
+        var picture: PadPicture?
+        var undecodable = false
+        do {
+            picture = try PadPicture(path: UserPicture.path(directory: dir, user: name))
+        } catch {
+            // Missing (no gesture enrolled, or no access) is not the same as there but undecodable.
+            undecodable = error.undecodable
+        }
+        let conversation = LoginConversation(user: name, picture: picture, pictureUndecodable: undecodable)
         defer { conversation.finish() }
 
         let transaction: PAMTransaction
@@ -104,9 +111,18 @@ final class LoginConversation: PAMConversation {
     private var mouse = true
     private var plainLineTerminal: Int32 = -1
 
-    init(user: String, picture: PadPicture?) {
+    /// The store holds a picture for the user that could not be decoded.
+    let pictureUndecodable: Bool
+
+    init(user: String, picture: PadPicture?, pictureUndecodable: Bool = false) {
         self.user = user
         self.picture = picture
+        self.pictureUndecodable = pictureUndecodable
+    }
+
+    /// Why no picture is shown, as a sentence without its end.
+    private var noPicture: String {
+        pictureUndecodable ? "The picture for \(user) in the Puff store could not be decoded" : "No picture for \(user) in the Puff store"
     }
 
     /// Restores the terminal.
@@ -153,10 +169,10 @@ final class LoginConversation: PAMConversation {
             guard let picture else {
                 if case .passcodeOrGesture(let type) = kind {
                     return passcode(session, type: type, title: title,
-                                    message: message + (message.isEmpty ? "" : "\n") + "No picture for \(user): type the passcode.",
+                                    message: message + (message.isEmpty ? "" : "\n") + "\(noPicture): type the passcode.",
                                     pad: nil, first: nil)
                 }
-                transcript.append("No picture for \(user) in the Puff store; the gesture cannot be drawn.")
+                transcript.append("\(noPicture); the gesture cannot be drawn.")
                 stopped = .cancelled
                 return nil
             }

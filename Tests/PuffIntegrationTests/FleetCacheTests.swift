@@ -131,6 +131,44 @@ struct FleetCacheTests {
         #expect(try host1.authenticate(user, replies: [Self.passcode]).status == PAMCode.authInfoUnavailable)
     }
 
+    /// Issue 32, item 9: a provider stopped with SIGSTOP (its kernel still accepts connections
+    /// into the listen queue, and nothing answers) is out of reach, as docs/fleet.md says: both
+    /// hosts (ldapi with SASL EXTERNAL, ldaps with a password bind, whose TLS handshake runs out
+    /// of time) log in from their cached copies, and a wrong passcode is counted on the host.
+    /// A server that answers but fails the handshake (a certificate of another CA) still fails
+    /// closed, with a fresh cached copy at hand.
+    @Test func aStoppedServerIsOutOfReachAndTheCacheServes() throws {
+        let fleet = try FleetTests.Fleet(user: "puff-it-fleet-hung", extra: "ldap_cache_ttl = 1d\n")
+        let (directory, host1, host2, user) = (fleet.directory, fleet.host1, fleet.host2, fleet.user)
+        #expect(try host1.authenticate(user, replies: [Self.passcode]).status == PAMCode.success)
+        #expect(try host2.authenticate(user, replies: [Self.passcode]).status == PAMCode.success)
+        let pidText = try String(contentsOfFile: directory.root + "/slapd.pid", encoding: .utf8)
+        let pid = try #require(pid_t(pidText.trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(kill(pid, SIGSTOP) == 0)
+        defer { kill(pid, SIGCONT) }
+        for host in [host1, host2] {
+            let started = Date()
+            let login = try host.authenticate(user, replies: [Self.passcode])
+            #expect(login.status == PAMCode.success, "\(login.output)")
+            #expect(Date().timeIntervalSince(started) < 20)
+        }
+        #expect(try host2.authenticate(user, replies: ["700001"]).status == PAMCode.authError)
+        #expect(try Self.cacheFields(Self.cachePath(host2, user))["offline-failures"] == "1")
+
+        kill(pid, SIGCONT)
+        #expect(try host2.authenticate(user, replies: [Self.passcode]).status == PAMCode.success)
+        let otherCA = directory.root + "/other-ca.pem"
+        let made = try run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                                "-days", "1", "-subj", "/CN=Other CA", "-keyout", directory.root + "/other-ca.key",
+                                                "-out", otherCA])
+        #expect(made.status == 0)
+        let conf = try String(contentsOfFile: host2.conf, encoding: .utf8)
+        try host2.write(host2.conf, conf.replacingOccurrences(of: "ldap_ca_file = \(directory.caFile)", with: "ldap_ca_file = \(otherCA)"),
+                        mode: 0o600)
+        #expect(FileManager.default.fileExists(atPath: Self.cachePath(host2, user)))
+        #expect(try host2.authenticate(user, replies: [Self.passcode]).status == PAMCode.authInfoUnavailable)
+    }
+
     @Test func anExpiredOrUntrustedCacheFailsClosed() throws {
         let fleet = try FleetTests.Fleet(user: "puff-it-fleet-ttl", extra: "ldap_cache_ttl = 1d\n")
         let (directory, host1, user) = (fleet.directory, fleet.host1, fleet.user)

@@ -337,7 +337,7 @@ struct FleetTests {
         try real.write(to: URL(fileURLWithPath: shared + "/good.so"))
         chmod(shared + "/good.so", 0o644)
         let cases: [(path: String, reason: String)] = [
-            (scratch + "/missing.so", "open: ENOENT"),
+            (scratch + "/missing.so", "open: no such file or directory (ENOENT)"),
             (shared + "/good.so", "refusing \(shared)"),
             ("/proc/self/fd/0", "refusing /proc/self"),
             (symlinked, "symbolic link"),

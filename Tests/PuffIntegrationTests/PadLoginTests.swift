@@ -125,6 +125,24 @@ struct PadLoginTests {
         #expect(try fixture.failures(user) == 1)
     }
 
+    /// Issue 32, item 4: a picture in the store that cannot be decoded (cut short after it was
+    /// enrolled) is said to be that, not missing; the keypad takes the passcode.
+    @Test func anUndecodableStoredPictureIsSaidToBeSo() throws {
+        let user = try TestUsers.ensure("puff-it-pad")
+        let fixture = try enrolledStore(user)
+        let stored = fixture.etc + "/pictures/" + user
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: stored))
+        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: stored))
+        let pane = try login(fixture, user)
+        try pane.waitFor("could not be decoded")
+        let screen = try pane.capture()
+        #expect(screen.contains("The picture for \(user) in the Puff store could not be decoded"), "\(screen)")
+        #expect(!screen.contains("No picture"), "\(screen)")
+        try pane.type(Self.passcode)
+        let result = try pane.finished()
+        #expect(result.status == 0, "\(result.errors)")
+    }
+
     /// A user with only a passcode gets the keypad directly (no picture to draw on).
     @Test func passcodeOnlyUserGetsTheKeypad() throws {
         let user = try TestUsers.ensure("puff-it-pad")

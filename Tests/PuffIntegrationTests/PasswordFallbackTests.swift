@@ -129,6 +129,78 @@ struct PasswordFallbackTests {
         #expect(try fixture.failures(user.name) == 0)
     }
 
+    // MARK: Issue 32, item 1: a successful password login is no attack
+
+    /// `fail2ban-regex` (Debian's fail2ban) with the shipped filter (docs/fail2ban) over syslog
+    /// datagrams as the capture received them: the remote hosts of the lines it matches.
+    static func fail2banMatches(_ datagrams: [String], in directory: String) throws -> [String] {
+        let filters = directory + "/filter.d"
+        try FileManager.default.createDirectory(atPath: filters, withIntermediateDirectories: true)
+        for name in ["pam-generic.conf", "common.conf"] {
+            try? FileManager.default.removeItem(atPath: filters + "/" + name)
+            try FileManager.default.copyItem(atPath: "/etc/fail2ban/filter.d/" + name, toPath: filters + "/" + name)
+        }
+        let filter = filters + "/puff.conf"
+        try? FileManager.default.removeItem(atPath: filter)
+        try FileManager.default.copyItem(atPath: Artefacts.repository.appendingPathComponent("docs/fail2ban/filter.d/puff.conf").path,
+                                         toPath: filter)
+        // "<85>Nov 27 22:19:01 ident[pid]: text" as a log file has it: "Nov 27 22:19:01 host ident[pid]: text".
+        let lines = datagrams.map { datagram -> String in
+            let body = datagram.drop { $0 != ">" }.dropFirst()
+            return String(body.prefix(15)) + " puff-host " + String(body.dropFirst(16))
+        }
+        let log = directory + "/auth.log"
+        try (lines.joined(separator: "\n") + "\n").write(toFile: log, atomically: true, encoding: .utf8)
+        let result = try run("/usr/bin/fail2ban-regex", ["-o", "ip", log, filter])
+        #expect(result.status == 0, "fail2ban-regex: \(result.errors)")
+        return result.lines.filter { !$0.isEmpty }
+    }
+
+    /// Through libpam with the shipped stack and a remote host (as sshd sets PAM_RHOST): six
+    /// logins with the system password typed at Puff's prompt write nothing the shipped fail2ban
+    /// filter matches and leave no row in the failure history; three wrong passwords are each
+    /// matched once and listed.
+    @Test func successfulPasswordLoginsAreNoFailuresToFail2ban() throws {
+        let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
+        let user = try Self.userWithPassword("f2b")
+        let fixture = try Fixture()
+        #expect(try fixture.enroll(user.name, Self.passcode).status == 0)
+        try fixture.write(fixture.pamDirectory + "/sshd", try Self.shippedStack(fixture) + "account required pam_permit.so\n",
+                          mode: 0o644)
+        _ = capture.drain()
+        for _ in 1...6 {
+            let login = try fixture.authenticate(user.name, replies: [Self.password], extra: ["--rhost", "192.0.2.61", "--tty", "ssh"],
+                                                 service: "sshd")
+            #expect(login.lines.last == "RESULT 0 Success", "\(login.output)")
+        }
+        // Only this test's lines: /dev/log also receives other tests' (and other runs') lines.
+        func ours(_ lines: [String]) -> [String] { lines.filter { $0.contains(user.name) } }
+        let successes = ours(capture.drain())
+        #expect(successes.filter { $0.contains("failure taken back") }.count == 6, "\(successes)")
+        #expect(try Self.fail2banMatches(successes, in: fixture.root) == [], "\(successes)")
+        #expect(!successes.contains { $0.contains("authentication failure") }, "\(successes)")
+        let afterSuccesses = try fixture.status(user.name)
+        #expect((afterSuccesses["recent_failures"] as? [Any])?.count == 0, "\(afterSuccesses)")
+        #expect(afterSuccesses["failures"] as? Int == 0)
+
+        for _ in 1...3 {
+            let wrong = try fixture.authenticate(user.name, replies: ["not-the-password"], extra: ["--rhost", "192.0.2.62", "--tty", "ssh"],
+                                                 service: "sshd")
+            #expect(wrong.lines.last == "RESULT 7 Authentication failure", "\(wrong.output)")
+        }
+        let failures = ours(capture.drain())
+        #expect(try Self.fail2banMatches(failures, in: fixture.root) == Array(repeating: "192.0.2.62", count: 3), "\(failures)")
+        let afterFailures = try fixture.status(user.name)
+        let rows = try #require(afterFailures["recent_failures"] as? [[String: Any]])
+        #expect(rows.count == 3 && rows.allSatisfy { $0["rhost"] as? String == "192.0.2.62" }, "\(rows)")
+        // And a password login after them: its own row goes, the three real ones stay.
+        let login = try fixture.authenticate(user.name, replies: [Self.password], extra: ["--rhost", "192.0.2.61"], service: "sshd")
+        #expect(login.lines.last == "RESULT 0 Success", "\(login.output)")
+        #expect(try Self.fail2banMatches(ours(capture.drain()), in: fixture.root) == [])
+        #expect((try fixture.status(user.name)["recent_failures"] as? [Any])?.count == 3)
+        #expect(try fixture.failures(user.name) == 3)
+    }
+
     // MARK: Issue 27, item 4: the shipped stack does not tell who uses Puff
 
     /// The pam-auth-update profile holds the same Puff line as the documented stack.

@@ -376,6 +376,32 @@ struct UnprivilegedTests {
         #expect(try allowing.authenticate(as: erin, replies: ["5839"]).status == PAMCode.success)
     }
 
+    /// Issue 32, item 7: self-service checks what it can before it asks for more: a type below
+    /// the policy is refused before anything is read, a wrong system password before the new
+    /// passcode (or the gesture) is asked for. Standard input holds only what was asked.
+    @Test func selfServiceChecksBeforeItAsks() throws {
+        let stage = try Stage()
+        let dave = try userWithPassword(stage)
+        let lowType = try selfEnroll(stage, dave, ["passcode", "--type", "digits4"], input: "")
+        #expect(lowType.status == 3, "\(lowType.errors)")
+        #expect(lowType.errors.contains("fewer than 6 digits"), "\(lowType.errors)")
+        #expect(!lowType.errors.contains("ended"), "\(lowType.errors)")
+        #expect(try stage.fixture.failures(dave) == 0)
+        let wrongProof = try selfEnroll(stage, dave, ["passcode"], input: "not-my-password\n")
+        #expect(wrongProof.status == 3, "\(wrongProof.errors)")
+        #expect(wrongProof.errors.contains("the proof of identity is wrong"), "\(wrongProof.errors)")
+        #expect(try stage.fixture.failures(dave) == 1)
+        let wrongGestureProof = try selfEnroll(stage, dave, ["gesture", "--picture", stage.bin + "/picture.png"],
+                                               input: "not-my-password\n")
+        #expect(wrongGestureProof.status == 3, "\(wrongGestureProof.errors)")
+        #expect(wrongGestureProof.errors.contains("the proof of identity is wrong"), "\(wrongGestureProof.errors)")
+        #expect(try stage.fixture.failures(dave) == 2)
+        // The right proof still enrolls (checked once before the new passcode, once with it).
+        let enrolled = try selfEnroll(stage, dave, ["passcode"], input: "Sys-pass-4821\n604917\n")
+        #expect(enrolled.status == 0, "\(enrolled.errors)")
+        #expect(try stage.authenticate(as: dave, replies: ["604917"]).status == PAMCode.success)
+    }
+
     /// The self-service client reads the helper's refusals through the shared mapping: a
     /// proof refused while locked says so, changes nothing, and the state reads back locked.
     @Test func aSelfServiceProofWhileLockedIsRefusedAsLocked() throws {

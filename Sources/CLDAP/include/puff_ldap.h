@@ -103,9 +103,11 @@ PUFF_LDAP_API void puff_ldap_diagnostic(LDAP *ld, char *buffer, size_t size);
 
 /* What puff_ldap_probe found. */
 enum {
-    /* A server of the list accepted a connection: the failure was not the network's. */
+    /* A server of the list accepted a connection and answered on it: the failure was not the
+     * network's. */
     PUFF_LDAP_PROBE_REACHABLE = 0,
-    /* Every address refused the connection, stayed silent, or had no route: out of reach. */
+    /* Every address refused the connection, stayed silent (at the connect, or on a connection
+     * its kernel accepted for a server that is stopped or hung), or had no route: out of reach. */
     PUFF_LDAP_PROBE_REMOTE = 1,
     /* A resource of this host failed (no free source port, no descriptor, no buffer), or a
      * name did not resolve (which a full table of local ports can cause too): the cause may be

@@ -44,3 +44,33 @@ public enum GestureFormatError: Error, Equatable, Sendable {
     /// The gesture was drawn on a picture of another size than the enrolled one.
     case pictureSizeMismatch
 }
+
+extension GestureFormatError {
+    /// What is wrong, in words for the person who typed or drew the gesture (`description`
+    /// keeps the case name, for logs).
+    public var reason: String {
+        switch self {
+        case .inputTooLong: "the text is longer than \(GestureLimits.maximumWireBytes) bytes"
+        case .nonPrintableByte: "it holds a character that is not printable ASCII (a tab, a newline or a non-ASCII letter)"
+        case .notAGesture: "it does not start with 'puff-gesture:' (docs/gesture-format.md); was a passcode typed?"
+        case .unsupportedVersion: "its version is neither 1 nor 2"
+        case .badSize: "the picture size is missing, malformed, zero or larger than \(GestureLimits.maximumPictureSide) pixels"
+        case .noParts: "it has no parts"
+        case .tooManyParts: "it has more than \(GestureLimits.maximumParts) parts"
+        case .tooManyPoints: "a part has more than \(GestureLimits.maximumWirePointsPerPart) points"
+        case .emptyPart: "a part is empty (';;', or a ';' at the start or the end)"
+        case .unknownKind: "a part is neither a tap ('t') nor a path ('p')"
+        case .misplacedSpace: "a space is doubled, leading, or before a ';' or the end"
+        case .malformedNumber: "a coordinate is not a plain decimal number"
+        case .numberTooLong: "a coordinate has more than \(GestureLimits.maximumNumberLength) characters"
+        case .malformedPoint: "a point is not 'x,y'"
+        case .trailingGarbage: "a point has something after its y value"
+        case .wrongTapPointCount: "a tap has no point or more than one"
+        case .pathTooShort: "a path has fewer than two points"
+        case .coordinateOutsidePicture: "a point lies outside the picture"
+        case .nonFiniteCoordinate: "a coordinate is not a finite number"
+        case .badResolution: "the declared resolution is malformed, zero or larger than the picture"
+        case .pictureSizeMismatch: "it was drawn on a picture of another size than this one"
+        }
+    }
+}
