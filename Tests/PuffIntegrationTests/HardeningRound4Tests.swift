@@ -15,23 +15,34 @@ struct HardeningRound4Tests {
     static func start(_ stage: UnprivilegedTests.Stage, as user: String, _ command: [String]) throws -> pid_t {
         let quoted = command.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
         let script = """
-            mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff || exit 98
+            mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff \
+              || { echo "the private mounts failed" >&2; exit 98; }
             exec setpriv --reuid=\(user) --regid=\(user) --init-groups \(quoted)
             """
         return try Child(["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script],
                          stdin: .null, stdout: .same, stderr: .same).start()
     }
 
-    /// Waits for `path` to hold `marker` (at most `seconds`); its text.
-    static func await(_ path: String, _ marker: String, seconds: Double) -> String {
+    /// Waits for `path` to hold `marker` (at most `seconds`, and no longer than `process`, when
+    /// given, runs: its exit is then added to the text, which is returned).
+    static func await(_ path: String, _ marker: String, seconds: Double, process: pid_t? = nil) -> String {
         let deadline = Date().addingTimeInterval(seconds)
         var text = ""
         repeat {
             text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
             if text.contains(marker) { break }
+            if let process, kill(process, 0) != 0 || isZombie(process) {
+                return text + "(the process ended before \(marker.debugDescription))"
+            }
             usleep(20_000)
         } while Date() < deadline
         return text
+    }
+
+    /// Whether `pid` has ended and waits to be reaped.
+    static func isZombie(_ pid: pid_t) -> Bool {
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
     }
 
     /// The shipped "Puff, else the password" stack on `fixture`'s store, with `lock_wait=5`
@@ -87,7 +98,7 @@ struct HardeningRound4Tests {
             FileManager.default.createFile(atPath: done, contents: nil)
             if !reaped { usleep(500_000); Glibc.kill(spy, SIGKILL); var raw: Int32 = 0; waitpid(spy, &raw, 0) }
         }
-        let seen = Self.await(report, "ready\n", seconds: 240)
+        let seen = Self.await(report, "ready\n", seconds: 600, process: spy)
         #expect(seen.contains("ready\n"), "the stepper did not finish: \(seen)")
         // What the stopped copies hold now: none of the decoy locks.
         let held = seen.split(separator: "\n").first { $0.hasPrefix("locks held by the helpers: ") }
@@ -219,10 +230,10 @@ struct HardeningRound4Tests {
                 FileManager.default.createFile(atPath: done, contents: nil)
                 if !reaped { usleep(300_000); Glibc.kill(spy, SIGKILL); var raw: Int32 = 0; waitpid(spy, &raw, 0) }
             }
-            #expect(Self.await(report, "loops ready\n", seconds: 30).contains("loops ready"))
+            #expect(Self.await(report, "loops ready\n", seconds: 30, process: spy).contains("loops ready"))
             #expect(su.answer(Self.wrong, whenOutputContains: "asscode"), "no prompt: \(su.output)")
             FileManager.default.createFile(atPath: go, contents: nil)
-            let seen = Self.await(report, "released\n", seconds: 30)
+            let seen = Self.await(report, "released\n", seconds: 30, process: spy)
             #expect(seen.contains("released\n"), "\(seen)")
             let victim = try Self.timedLogin(fixture, target.name, Self.right, service: "puff-test")
             #expect(victim.result == "RESULT 0 Success" && victim.seconds < 3,
@@ -245,7 +256,8 @@ struct HardeningRound4Tests {
 
     /// The attacker's busy loops (python3, as the su's caller): argv su-pid, the go file, the
     /// report, the file that ends it. 300 children pinned to CPU 0, each stopped until the
-    /// su or a process it started holds a flock (or 10 s after go), then all spinning.
+    /// su or a process it started holds a flock (or 10 s after go), then all spinning; one
+    /// more at nice 19 spins there from the start.
     static let busyLoops = #"""
         import os, signal, sys, time
         su, go, report, done = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
@@ -264,34 +276,43 @@ struct HardeningRound4Tests {
                     if f.read().rsplit(")", 1)[1].split()[0] in "tT":
                         break
                 time.sleep(0.001)
+        # One loop of theirs at nice 19 keeps CPU 0 busy from the start, so the helper at
+        # SCHED_IDLE there crawls and its lock shows long enough in /proc/locks.
+        spinner = os.fork()
+        if spinner == 0:
+            os.sched_setaffinity(0, {0})
+            os.nice(19)
+            while True:
+                pass
+        loops.append(spinner)
         out = open(report, "w")
         out.write("loops ready\n")
         out.flush()
-        def tree(pid):
-            found, todo = set(), [pid]
-            while todo:
-                p = todo.pop()
-                if p in found:
-                    continue
-                found.add(p)
+        def descends(pid):
+            for _ in range(16):
+                if pid == su:
+                    return True
                 try:
-                    for task in os.listdir("/proc/%d/task" % p):
-                        with open("/proc/%d/task/%s/children" % (p, task)) as f:
-                            todo += [int(c) for c in f.read().split()]
-                except OSError:
-                    pass
-            return found
+                    with open("/proc/%d/stat" % pid) as f:
+                        pid = int(f.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError):
+                    return False
+                if pid <= 1:
+                    return False
+            return False
         while not os.path.exists(go):
             time.sleep(0.001)
         holder, deadline = None, time.monotonic() + 10
+        strangers = set()
         while holder is None and time.monotonic() < deadline:
-            pids = set(str(p) for p in tree(su))
             with open("/proc/locks") as f:
                 for line in f:
                     p = line.split()
-                    if len(p) > 5 and p[1] == "FLOCK" and p[4] in pids:
-                        holder = p[4]
-                        break
+                    if len(p) > 5 and p[1] == "FLOCK" and p[4].isdigit() and p[4] not in strangers:
+                        if descends(int(p[4])):
+                            holder = p[4]
+                            break
+                        strangers.add(p[4])
         for pid in loops:
             os.kill(pid, signal.SIGCONT)
         if holder:
@@ -356,9 +377,10 @@ struct HardeningRound4Tests {
 
     /// The attacker's stepper (python3, as the user): argv helper, the sixteen decoy locks'
     /// inodes in order, the report, the file that ends it. Each copy gets the request (the
-    /// current passcode as proof, the same passcode again) and is stopped at once, then
-    /// stepped until /proc/locks shows it on the decoy wanted (kept stopped), it ends, or 5 s
-    /// pass (three copies a decoy). It reports every lock any copy was seen holding.
+    /// current passcode as proof, the same passcode again) and runs free until /proc/locks
+    /// shows it holding a lock (its own counter's), then is single-stepped (SIGCONT, SIGSTOP,
+    /// a few microseconds of its CPU time a step) until it holds the decoy wanted, where it is kept stopped (three copies a decoy,
+    /// 30 s each). It reports every lock a copy held while stopped.
     static let decoyStepper = #"""
         import os, signal, subprocess, sys, time
         helper, inodes, report, done = sys.argv[1], [int(i) for i in sys.argv[2].split(",")], sys.argv[3], sys.argv[4]
@@ -382,35 +404,56 @@ struct HardeningRound4Tests {
             deadline = time.monotonic() + 2
             s = state(pid)
             while s not in "tTZX" and time.monotonic() < deadline:
-                time.sleep(0.0001)
                 s = state(pid)
             return s
+        def runtime(pid):
+            try:
+                with open("/proc/%d/schedstat" % pid) as f:
+                    return int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                return 0
+        window = 0.000003
         out = open(report, "w")
         parked, seen, enrolled, refused = [], set(), 0, 0
         for k in reversed(range(16)):
             for attempt in range(3):
-                p = subprocess.Popen([helper, "enroll-passcode"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                os.kill(p.pid, signal.SIGSTOP)
+                p = subprocess.Popen([helper, "enroll-passcode"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
                 p.stdin.write(request)
                 p.stdin.close()
-                hit = False
-                deadline = time.monotonic() + 5
-                while time.monotonic() < deadline:
-                    if stopped(p.pid) not in "tT":
-                        break
-                    # Only what a copy holds while stopped by this stepper counts.
-                    h = held(p.pid)
-                    seen |= h
-                    if inodes[k] in h:
-                        hit = True
-                        break
-                    try:
+                hit, stepping = False, False
+                deadline = time.monotonic() + 30
+                try:
+                    while p.poll() is None and time.monotonic() < deadline:
+                        if not stepping:
+                            # Free until it first holds a lock (its own counter's: the proof).
+                            if held(p.pid):
+                                os.kill(p.pid, signal.SIGSTOP)
+                                stepping = True
+                            continue
+                        if stopped(p.pid) not in "tT":
+                            break
+                        h = held(p.pid)
+                        seen |= h
+                        if inodes[k] in h:
+                            hit = True
+                            break
+                        # A step of about 2-5 us of its CPU time (/proc/PID/schedstat), whatever
+                        # the time it takes to wake up.
+                        before = runtime(p.pid)
                         os.kill(p.pid, signal.SIGCONT)
+                        spin = time.perf_counter() + window
+                        while time.perf_counter() < spin:
+                            pass
                         os.kill(p.pid, signal.SIGSTOP)
-                    except PermissionError:
-                        refused += 1
-                        break
+                        stopped(p.pid)
+                        ran = runtime(p.pid) - before
+                        if ran < 2000:
+                            window = min(window * 2, 0.0005)
+                        elif ran > 5000:
+                            window = max(window / 2, 0.000001)
+                except PermissionError:
+                    refused += 1
                 if hit:
                     parked.append(p)
                     out.write("parked pid %d on decoy %x\n" % (p.pid, k))
@@ -418,10 +461,10 @@ struct HardeningRound4Tests {
                     break
                 try:
                     os.kill(p.pid, signal.SIGCONT)
-                except PermissionError:
+                except (PermissionError, ProcessLookupError):
                     pass
                 try:
-                    if p.wait(timeout=10) == 0:
+                    if p.wait(timeout=60) == 0:
                         enrolled += 1
                 except subprocess.TimeoutExpired:
                     # Stopped just as it became root: it holds nothing, only root can end it.

@@ -655,16 +655,17 @@ struct TPMTests {
         try stage.fixture.write(stepper, Self.sessionStepper, mode: 0o755)
         let report = stage.fixture.root + "/tpm-stepper.txt", done = report + ".done"
         FileManager.default.createFile(atPath: report, contents: nil, attributes: [.posixPermissions: 0o666])
-        let spy = try HardeningRound4Tests.start(stage, as: alice, ["/usr/bin/python3", stepper, stage.helper, tpm.log, report, done])
+        let spy = try HardeningRound4Tests.start(stage, as: alice, ["/usr/bin/python3", "-u", stepper, stage.helper, tpm.log, report, done])
         var reaped = false
         defer {
             FileManager.default.createFile(atPath: done, contents: nil)
             if !reaped { usleep(500_000); Glibc.kill(spy, SIGKILL); var raw: Int32 = 0; waitpid(spy, &raw, 0) }
         }
-        let seen = HardeningRound4Tests.await(report, "ready\n", seconds: 120)
+        let seen = HardeningRound4Tests.await(report, "ready\n", seconds: 120, process: spy)
         #expect(seen.contains("ready\n"), "\(seen)")
         #expect(!seen.contains("parked"), "the user parked their helper inside a TPM session: \(seen)")
-        let victim = try stage.fixture.authenticate(bob, replies: [Self.passcode])
+        // As sshd runs it (real uid root): the module hands the attempt to the helper's service call.
+        let victim = try stage.authenticate(as: "root", user: bob, replies: [Self.passcode])
         #expect(victim.status == PAMCode.success, "\(victim.output) (\(seen))")
         print("TPM session stepper: \(seen.split(separator: "\n").joined(separator: "; "))")
         HardeningRound4Tests.killStuck(seen)
@@ -706,6 +707,8 @@ struct TPMTests {
         parked = []
         for round in range(3):
             _, start = codes(0)
+            out.write("round %d from log line %d\n" % (round + 1, start))
+            out.flush()
             p = subprocess.Popen([helper, "verify"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             os.kill(p.pid, signal.SIGSTOP)
             p.stdin.write(b"111333")
