@@ -172,9 +172,14 @@ $(EMBEDDED)/CLDAP.o: Sources/CLDAP/puff_ldap_loader.c Sources/CLDAP/include/puff
 # when a sealed key is read; libtss2 is not in its DT_NEEDED. The module has no TPM code at all
 # (its PuffPlatform is compiled with -D PUFF_MODULE, below): libtss2 reads TSS2_LOGFILE from the
 # environment, which in su is the user's, so tpm mode goes through the helper.
-$(EMBEDDED)/CTPM.o: Sources/CTPM/puff_tpm_loader.c Sources/CTPM/include/puff_tpm.h Embedded/Loader/puff_library.h
+# The unsealed key kept for the rest of the boot (puff_key_cache.c, the kernel keyring) is the
+# helper's own code, not puff-tpm.so's.
+$(EMBEDDED)/CTPM.o: Sources/CTPM/puff_tpm_loader.c Sources/CTPM/puff_key_cache.c Sources/CTPM/include/puff_tpm.h \
+		Sources/CTPM/include/puff_key_cache.h Embedded/Loader/puff_library.h
 	mkdir -p $(EMBEDDED)
-	cc -O2 -fPIC -Wall -I Sources/CTPM/include -I Embedded/Loader -c $< -o $@
+	cc -O2 -fPIC -Wall -I Sources/CTPM/include -I Embedded/Loader -c Sources/CTPM/puff_tpm_loader.c -o $(EMBEDDED)/puff_tpm_loader.o
+	cc -O2 -fPIC -Wall -I Sources/CTPM/include -c Sources/CTPM/puff_key_cache.c -o $(EMBEDDED)/puff_key_cache.o
+	ld -r $(EMBEDDED)/puff_tpm_loader.o $(EMBEDDED)/puff_key_cache.o -o $@
 
 build/puff-tpm.so: Sources/CTPM/puff_tpm.c Sources/CTPM/include/puff_tpm.h
 	mkdir -p build
@@ -191,14 +196,16 @@ build/puff-ldap.so: Sources/CLDAP/puff_ldap.c Sources/CLDAP/include/puff_ldap.h
 	chmod 0644 $@
 
 $(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/system_password.c Sources/CHelperStart/cgroup.c \
-		Sources/CHelperStart/include/CHelperStart.h
+		Sources/CHelperStart/scheduling.c Sources/CHelperStart/include/CHelperStart.h
 	mkdir -p $(EMBEDDED)
 	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/start.c -o $(EMBEDDED)/start.o
 	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/system_password.c -o $(EMBEDDED)/system_password.o
 	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/cgroup.c -o $(EMBEDDED)/cgroup.o
-	ld -r $(EMBEDDED)/start.o $(EMBEDDED)/system_password.o $(EMBEDDED)/cgroup.o -o $@
+	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/scheduling.c -o $(EMBEDDED)/scheduling.o
+	ld -r $(EMBEDDED)/start.o $(EMBEDDED)/system_password.o $(EMBEDDED)/cgroup.o $(EMBEDDED)/scheduling.o -o $@
 
 $(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h Sources/CTPM/include/puff_tpm.h \
+		Sources/CTPM/include/puff_key_cache.h \
 		Sources/CSpawn/include/puff_spawn.h Sources/CSpawn/include/puff_secret_pool.h $(EMBEDDED)/PuffCore.o
 	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPlatform -emit-module -emit-module-path $(EMBEDDED)/PuffPlatform.swiftmodule \
 		-c $(PLATFORM_SOURCES) -o $@
@@ -402,6 +409,8 @@ timing: campaign-deps module
 install: build man completions install-files install-locker-files install-greeter-files
 	install -d -m 0755 $(DESTDIR)/etc/puff
 	install -d -m 0700 $(DESTDIR)/var/lib/puff
+	# Pictures are opened by name: their directory (0711) lists no one (older versions: 0755).
+	if [ -d $(DESTDIR)/etc/puff/pictures ]; then chmod go-r $(DESTDIR)/etc/puff/pictures; fi
 
 # Installs what `make build man completions` made (debian/rules calls this with PREFIX=/usr;
 # the package's postinst makes /etc/puff and /var/lib/puff, so that purge can remove them).

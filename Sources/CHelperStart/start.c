@@ -10,6 +10,7 @@
 #include "CHelperStart.h"
 
 static int dropped = -1;
+static int scheduled = -1;
 
 static void puff_helper_drop_environment(int argc, char **argv, char **envp) {
     (void)argc;
@@ -25,9 +26,15 @@ static void puff_helper_drop_environment(int argc, char **argv, char **envp) {
     // helper in main().
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || chdir("/") != 0) return;
     dropped = count;
+    // Nor its scheduling (scheduling.c); helperMain() refuses to run when that failed.
+    scheduled = puff_helper_reset_scheduling();
 }
 
 __attribute__((section(".preinit_array"), used))
 static void (*const puff_helper_preinit)(int, char **, char **) = puff_helper_drop_environment;
 
 int puff_helper_dropped_environment(void) { return dropped; }
+
+int puff_helper_scheduling_was_reset(void) { return scheduled == 0; }
+
+int puff_helper_leads_own_session(void) { return getsid(0) == getpid(); }

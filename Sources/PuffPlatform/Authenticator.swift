@@ -1,3 +1,4 @@
+import Glibc
 import PuffCore
 
 /// The authentication flow shared by everything that checks a secret: look the user up,
@@ -398,7 +399,7 @@ public struct Authenticator {
             tally.adminLock = adminLock
             try save(tally)
         }
-        try counters.prepareDecoys()
+        try prepareDecoysWhereUnstoppable()
     }
 
     /// Seals `template` for `account`, stores a copy of the picture it was drawn on and
@@ -419,6 +420,18 @@ public struct Authenticator {
             try records.save(record)
             try records.settlePicture(for: account.name, expectedSHA256: digest)
         }
+        try prepareDecoysWhereUnstoppable()
+    }
+
+    /// Prepares the decoy counters (`LockoutStore.prepareDecoys`, which takes each one's lock in
+    /// turn) after an enrollment, but only in a process whose real and effective uid are root,
+    /// which no ordinary user can stop, freeze, starve or trace. The setuid helper run by a user
+    /// for their own enrollment skips it: a user single-stepping it (SIGSTOP while it held each
+    /// lock) left every discreet refusal waiting `lock_wait` and failing (issue 36, item 1).
+    /// The decoys are then made by `puff-enroll` as root or by the first discreet refusal that
+    /// finds one missing (`LockoutStore.writeDecoy`).
+    package func prepareDecoysWhereUnstoppable() throws(StoreError) {
+        guard getuid() == 0, geteuid() == 0 else { return }
         try counters.prepareDecoys()
     }
 

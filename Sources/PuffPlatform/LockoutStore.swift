@@ -289,14 +289,27 @@ public struct LockoutStore {
     /// done to a decoy counter no user has: a discreet service's refusal that counted nothing
     /// (no record, no account, locked, passcode required) does it, so neither the disk nor the
     /// time tells such a refusal from a counted one (issue 27, item 2).
+    ///
+    /// Only processes that no ordinary user can stop, freeze, starve or trace take these locks
+    /// (the module as root, the helper's service calls, `puff-enroll` as root): the setuid
+    /// helper run by a user for their own enrollment leaves the decoys alone (issue 36, item 1),
+    /// so a decoy found missing or of an older layout is made here, all sixteen at once, and
+    /// only that one refusal in the state directory's life costs more than the others.
     public func writeDecoy(like tally: Tally) throws(StoreError) {
-        let held = try hold(Self.randomDecoyName())
-        try held.writer(tally)
+        let name = Self.randomDecoyName()
+        do {
+            let held = try hold(name)
+            if held.writer.isInPlace { return try held.writer(tally) }
+        }
+        try prepareDecoys()
+        try hold(name).writer(tally)
     }
 
     /// Makes the decoy counters that are missing (or of an older layout), so that no refusal
-    /// pays for creating one: enrollment calls it, after which a decoy write costs what a
-    /// user's counted failure does (a slot written in place, one `fdatasync`).
+    /// pays for creating one, after which a decoy write costs what a user's counted failure
+    /// does (a slot written in place, one `fdatasync`). It takes each decoy's lock in turn:
+    /// call it only where no ordinary user can stop the process (`writeDecoy`,
+    /// `Authenticator.prepareDecoysWhereUnstoppable`).
     public func prepareDecoys() throws(StoreError) {
         for digit in "0123456789abcdef".utf8 {
             let held = try hold(Self.decoyName + String(decoding: [digit], as: UTF8.self))

@@ -34,8 +34,11 @@ public struct RecordStore {
     /// be a user name, so it never collides with a picture).
     static func pendingPictureName(_ name: UserName) -> String { ".next-" + name.value }
 
-    /// Pictures are not secret: helpers running as the user read them to draw on, so
-    /// `pictures/` is 0755 and the files 0644 (records stay 0600 in a 0700 directory).
+    /// Pictures are not secret: helpers running as the user read them to draw on, so the
+    /// files are 0644 (records stay 0600 in a 0700 directory). `pictures/` is 0711: every
+    /// reader opens a picture by its user's name, and no one but root can list the directory,
+    /// whose names and times would tell every local user who has a gesture and since when
+    /// (issue 36, item 4). One made 0755 by an older version loses its read bits here.
     ///
     /// Stores the picture of a gesture enrollment that is not committed yet: `settlePicture`
     /// moves it into place once the record naming its digest is saved. A process killed in
@@ -43,12 +46,29 @@ public struct RecordStore {
     /// next `settlePicture` (every login runs one) moves into place: never a record beside a
     /// picture it was not drawn on.
     public func stagePicture(_ bytes: [UInt8], for name: UserName) throws(StoreError) {
-        let pictures = try openSubdirectory(Self.picturesDirectory, mode: 0o755)
+        let pictures = try openSubdirectory(Self.picturesDirectory, mode: Self.picturesMode)
+        try Self.unlistable(pictures.trusted)
         // Temp pictures (up to 32 MiB each) that killed enrollments of older versions left
         // behind; this version's writes are unnamed until they are complete (`O_TMPFILE`).
         pictures.trusted.removeLeftovers(of: Self.pendingPictureName(name))
         pictures.trusted.removeLeftovers(of: name.value)
         try pictures.trusted.replaceFile(Self.pendingPictureName(name), with: bytes, mode: 0o644)
+    }
+
+    /// The mode of `pictures/`: searchable, not listable, by anyone but root.
+    public static let picturesMode: mode_t = 0o711
+
+    /// Takes the read bits for group and others off `directory` (a `pictures/` made 0755 by a
+    /// version before 0711).
+    static func unlistable(_ directory: borrowing TrustedDirectory) throws(StoreError) {
+        let info: stat
+        do {
+            info = try directory.descriptor.status()
+        } catch {
+            throw .system("fstat", path: directory.path, error)
+        }
+        let mode = info.st_mode & 0o7777
+        if mode & 0o044 != 0 { try directory.setMode(mode & ~0o044) }
     }
 
     /// Finishes a staged picture: moved into place when its digest is `expectedSHA256` (the

@@ -24,6 +24,13 @@ func helperMain(operation: String?) -> Never {
         HelperLog.write(LOG_ERR, "not running as root (the helper must be installed setuid root)")
         exit(HelperExit.failure)
     }
+    // Nor the caller's scheduling (CHelperStart/scheduling.c, run before anything else): a
+    // helper left at SCHED_IDLE on one busy CPU held a victim's counter lock past lock_wait.
+    guard puff_helper_scheduling_was_reset() != 0 else {
+        let step = puff_helper_scheduling_failure().flatMap { String(validatingCString: $0) } ?? "unknown"
+        HelperLog.write(LOG_ERR, "uid \(getuid()): cannot reset the scheduling its caller gave it (\(step)); failing closed")
+        exit(HelperExit.failure)
+    }
     guard let operation = operation.flatMap(HelperOperation.init(rawValue:)) else {
         HelperLog.write(LOG_NOTICE, "usage error by uid \(getuid())")
         // Said once on standard error (the callers that run the helper never reach this).

@@ -1,3 +1,4 @@
+import CHelperStart
 import CPAM
 import Glibc
 import PuffCore
@@ -19,6 +20,7 @@ enum Helper {
     static func run(_ operation: HelperOperation) -> Int32 {
         if operation.isService { return Service.run(operation) }
         let uid = getuid()
+        guard becomeRootThroughAndThrough(operation, caller: uid) else { return HelperExit.failure }
         do {
             try Sodium.initialize()
             // Only the file and the defaults: an argument could lower the lockout. The
@@ -49,6 +51,27 @@ enum Helper {
             HelperLog.write(LOG_ERR, "uid \(uid): \(error); failing closed")
             return HelperExit.failure
         }
+    }
+
+    /// The caller's real uid is read (it names the only account served); from then on the
+    /// helper is root through and through, before it touches the store, a lock or the TPM
+    /// (issue 36): real and saved uid root, so no signal of the caller's (SIGSTOP, SIGKILL)
+    /// reaches it and it cannot change its scheduling again; out of any cgroup the caller may
+    /// freeze or throttle (as the service calls); the scheduling reset again, in case the
+    /// caller changed it between the exec and now. A user who single-stepped their own helper
+    /// could hold the shared decoy locks with it, or a TPM session between StartAuthSession and
+    /// Unseal, which swtpm has three of for everyone. `false`, logged: nothing was read.
+    private static func becomeRootThroughAndThrough(_ operation: HelperOperation, caller uid: uid_t) -> Bool {
+        guard uid != 0 else { return true }
+        guard puff_helper_become_root() == 0 else {
+            HelperLog.write(LOG_ERR, "uid \(uid): cannot set its real and saved uid to root; failing closed")
+            return false
+        }
+        guard Service.leaveUserCgroups(operation), puff_helper_reset_scheduling() == 0 else {
+            HelperLog.write(LOG_ERR, "uid \(uid): \(operation.rawValue): cannot leave its caller's cgroups or scheduling; failing closed")
+            return false
+        }
+        return true
     }
 
     private static func verify(_ store: Store, _ subject: Authenticator.Subject,

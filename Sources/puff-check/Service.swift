@@ -30,8 +30,16 @@ enum Service {
             HelperLog.write(LOG_NOTICE, "uid \(uid): \(operation.rawValue) refused: it serves callers whose real uid is root only")
             return HelperExit.usage
         }
-        // Before any lock: out of every cgroup a user could freeze or throttle (cgroup.c).
+        // Before any lock: out of every cgroup a user could freeze or throttle (cgroup.c), and
+        // out of the caller's session, whose autogroup's nice value its user may raise (the
+        // start-up code's setsid, which fails only for a process group leader; the module
+        // never starts one).
         guard leaveUserCgroups(operation) else { return HelperExit.failure }
+        guard puff_helper_leads_own_session() != 0 else {
+            HelperLog.write(LOG_ERR, "\(operation.rawValue): started as a process group leader, so still in its caller's session "
+                            + "(and autogroup); failing closed, nothing counted")
+            return HelperExit.failure
+        }
         guard let request = try? readRequest() else {
             HelperLog.write(LOG_NOTICE, "\(operation.rawValue): malformed request; nothing counted")
             return HelperExit.usage
@@ -100,7 +108,7 @@ enum Service {
     /// (or CPU or I/O limit) they may control, and they could stop it while it holds another
     /// account's lock, which no signal of theirs can. `false`, logged, when the helper cannot
     /// be made to run where only root controls it: then nothing is read or counted.
-    private static func leaveUserCgroups(_ operation: HelperOperation) -> Bool {
+    static func leaveUserCgroups(_ operation: HelperOperation) -> Bool {
         var message = [CChar](repeating: 0, count: 512)
         var moved: Int32 = 0
         let status = message.withUnsafeMutableBufferPointer { buffer in

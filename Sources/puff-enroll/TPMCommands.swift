@@ -3,7 +3,7 @@ import Glibc
 import PuffCore
 import PuffPlatform
 
-/// `puff-enroll tpm enable|disable|status`: the store's key kept by the TPM (tpm mode) or in a
+/// `puff-enroll tpm enable|disable|status|forget`: the store's key kept by the TPM (tpm mode) or in a
 /// root-only file (file mode). docs/admin/protection-at-rest.md.
 struct TPMCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,7 +13,7 @@ struct TPMCommand: ParsableCommand {
         The same key moves, so every enrollment keeps working. The TPM is the one puff.conf's \
         tpm_tcti names (default device:/dev/tpmrm0).
         """,
-        subcommands: [Enable.self, Disable.self, Show.self])
+        subcommands: [Enable.self, Disable.self, Show.self, Forget.self])
 
     /// The keys a store has: the host key, and the fleet key where its file (or sealed file) is.
     struct Key {
@@ -107,6 +107,8 @@ struct TPMCommand: ParsableCommand {
                             return try TPMCommand.readBackup(restore)
                         }
                     } ?? .absent
+                    // The key is in its file again: no copy of it stays in the keyring.
+                    if outcome == .moved { _ = try? UnsealedKey.forget() }
                     switch outcome {
                     case .moved:
                         Command.audit("\(key.label) \(key.path) moved out of the TPM by uid \(getuid()) (puff-enroll tpm disable)")
@@ -117,6 +119,24 @@ struct TPMCommand: ParsableCommand {
                         break
                     }
                 }
+            }
+        }
+    }
+
+    struct Forget: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Drop the unsealed key this boot's logins share; the next login unseals it again.",
+            discussion: """
+            The TPM unseals the key at most once a boot: the helper keeps it in root's \
+            persistent kernel keyring until the next boot. Forget it after clearing the TPM or \
+            changing what PCR 7 measures, to see at once what the next boot will see.
+            """)
+
+        func run() throws {
+            try Command.run {
+                try Command.requireRoot()
+                let count = try UnsealedKey.forget()
+                Terminal.say("Forgot \(count) unsealed key\(count == 1 ? "" : "s").")
             }
         }
     }

@@ -193,7 +193,7 @@ struct GestureLoginTests {
         let attributes = { (path: String) throws -> Int in
             try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
         }
-        #expect(try attributes(fixture.etc + "/pictures") == 0o755)
+        #expect(try attributes(fixture.etc + "/pictures") == 0o711)
         #expect(try attributes(fixture.etc + "/pictures/" + user) == 0o644)
         #expect(try attributes(fixture.etc + "/users") == 0o700)
         #expect(try attributes(fixture.etc + "/users/" + user) == 0o600)

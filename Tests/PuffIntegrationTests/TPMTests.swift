@@ -11,7 +11,10 @@ final class SoftwareTPM {
     /// The TCTI the store names (`tpm_tcti`).
     var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
 
-    init() throws {
+    /// swtpm's log of every command (`logging`), for counting them: `commands()`.
+    var log: String { directory + "/log" }
+
+    init(logging: Bool = false) throws {
         var template = Array("\(Artefacts.temporary)/puff-swtpm-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
         directory = String(cString: made)
@@ -26,7 +29,7 @@ final class SoftwareTPM {
                 "socket", "--tpm2", "--tpmstate", "dir=\(directory)", "--flags", "not-need-init,startup-clear",
                 "--server", "type=tcp,port=\(server),bindaddr=127.0.0.1",
                 "--ctrl", "type=tcp,port=\(control),bindaddr=127.0.0.1",
-                "--daemon", "--pid", "file=\(directory)/pid"])
+                "--daemon", "--pid", "file=\(directory)/pid"] + (logging ? ["--log", "file=\(directory)/log,level=20"] : []))
             problem = run.errors
             guard run.status == 0, let text = try? String(contentsOfFile: directory + "/pid", encoding: .utf8),
                   let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { continue }
@@ -53,6 +56,24 @@ final class SoftwareTPM {
             for _ in 0..<200 where kill(pid, 0) == 0 { usleep(10_000) }
             if kill(pid, 0) == 0 { kill(pid, SIGKILL) }
         }
+    }
+
+    /// The command codes of the TPM commands swtpm has read since its log was last emptied
+    /// (each is logged as `SWTPM_IO_Read: length N` and its bytes: tag, size, code).
+    func commands() -> [UInt32] {
+        let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
+        var codes: [UInt32] = []
+        for (index, line) in lines.enumerated() where line.contains("SWTPM_IO_Read: length") && index + 1 < lines.count {
+            let bytes = lines[index + 1].split(separator: " ")
+            guard bytes.count >= 10, let code = UInt32(bytes[6..<10].joined(), radix: 16) else { continue }
+            codes.append(code)
+        }
+        return codes
+    }
+
+    /// Empties swtpm's log.
+    func clearLog() {
+        _ = truncate(log, 0)
     }
 
     /// A tpm2-tools command against this TPM.
@@ -112,6 +133,13 @@ struct TPMTests {
 
     static func config(_ tpm: SoftwareTPM, tcti: String? = nil) -> String {
         "tpm_tcti = \(tcti ?? tpm.tcti)\ntpm_library = \(Artefacts.tpmLibrary)\n"
+    }
+
+    /// `puff-enroll tpm forget`: the keys unsealed this boot dropped, as a reboot drops them
+    /// (a TPM gone, cleared or measuring another PCR 7 is seen from the next unseal on).
+    static func forgetUnsealedKeys() throws {
+        let forgot = try run(Artefacts.enroll, ["tpm", "forget"])
+        #expect(forgot.status == 0, "tpm forget: \(forgot.output) \(forgot.errors)")
     }
 
     static func tpmCommand(_ fixture: Fixture, _ arguments: [String]) throws -> Run {
@@ -219,6 +247,7 @@ struct TPMTests {
                 == "RESULT 0 Success")
 
         tpm.stop()
+        try Self.forgetUnsealedKeys()  // as the next boot would
         let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
         _ = capture.drain()
         let alone = try fixture.authenticate(user.name, replies: [Self.passcode])
@@ -280,6 +309,7 @@ struct TPMTests {
         let backup = fixture.root + "/offline-backup.key"
         #expect(try Self.tpmCommand(fixture, ["enable", "--backup", backup]).status == 0)
         #expect(try tpm.tpm2("tpm2_clear", ["-c", "p"]).status == 0)
+        try Self.forgetUnsealedKeys()  // as the next boot would
         #expect(try fixture.authenticate(alice, replies: [Self.passcode]).status == PAMCode.authInfoUnavailable)
         #expect(try Self.tpmCommand(fixture, ["disable"]).status != 0, "the TPM cannot give the key back")
         // A wrong backup is refused; the right one restores file mode.
@@ -317,6 +347,7 @@ struct TPMTests {
         #expect(try Self.tpmCommand(fixture, ["enable", "--pcr7"]).status == 0)
         #expect(try fixture.authenticate(alice, replies: [Self.passcode]).status == PAMCode.success)
         #expect(try tpm.tpm2("tpm2_pcrextend", ["7:sha256=" + String(repeating: "ab", count: 32)]).status == 0)
+        try Self.forgetUnsealedKeys()  // as the next boot would
         let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
         _ = capture.drain()
         #expect(try fixture.authenticate(alice, replies: [Self.passcode]).status == PAMCode.authInfoUnavailable)
@@ -337,6 +368,7 @@ struct TPMTests {
         #expect(gesture.status == PAMCode.success, "\(gesture.output)")
         #expect(try stage.authenticate(as: alice, replies: ["111333"]).status == PAMCode.authError)
         tpm.stop()
+        try Self.forgetUnsealedKeys()  // as the next boot would
         let gone = try stage.authenticate(as: alice, replies: [Self.passcode])
         #expect(gone.status == PAMCode.authInfoUnavailable, "\(gone.output)")
     }
@@ -506,6 +538,7 @@ struct TPMTests {
 
         // host1's TPM gone: it fails closed, names the TPM, counts nothing; host2 goes on.
         tpm1.stop()
+        try Self.forgetUnsealedKeys()  // as the next boot would
         let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
         _ = capture.drain()
         #expect(try host1.authenticate(user, replies: ["529174"]).status == PAMCode.authInfoUnavailable)
@@ -557,6 +590,7 @@ struct TPMTests {
         let record = try Data(contentsOf: URL(fileURLWithPath: stage.fixture.etc + "/users/" + dave))
         let failures = try stage.fixture.failures(dave)
         tpm.stop()
+        try Self.forgetUnsealedKeys()  // as the next boot would
         let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
         _ = capture.drain()
         let refused = try selfEnroll(["passcode"], "135790\n246801\n")
@@ -567,4 +601,161 @@ struct TPMTests {
         #expect(try stage.fixture.failures(dave) == failures)
         #expect(!FileManager.default.fileExists(atPath: clear))
     }
+
+    /// Issue 36, item 3: a discreet refusal of a name that is no account made the TPM unseal
+    /// the key (two commands, counted in swtpm's log) every time, so an unauthenticated sshd
+    /// client could keep the TPM busy at will. Now the key is unsealed at most once a boot and
+    /// kept in root's kernel keyring: the first read after a boot (here `tpm forget`) costs the
+    /// two commands whoever asks, every later refusal and login none, and they still cost the
+    /// same argon2id and the same counter write as before (UserEnumerationTests).
+    @Test func aRefusalOfAnUnknownNameCostsTheTPMNothingOnceTheKeyIsUnsealed() throws {
+        let tpm = try SoftwareTPM(logging: true)
+        let alice = try TestUsers.ensure("puff-it-alice")
+        let fixture = try Self.fixture(tpm)
+        #expect(try fixture.enroll(alice, Self.passcode).status == 0)
+        #expect(try Self.tpmCommand(fixture, ["enable"]).status == 0)
+        try Self.forgetUnsealedKeys()
+        let unknown = "puff-it-no-such-account"
+        #expect(getpwnam(unknown) == nil)
+        var counts: [Int] = []
+        for _ in 1...6 {
+            tpm.clearLog()
+            let refused = try fixture.authenticate(unknown, replies: ["111333"])
+            #expect(refused.status == PAMCode.authError, "\(refused.output)")
+            counts.append(tpm.commands().count)
+        }
+        #expect(counts.first == 2, "the first refusal after a boot unseals: \(counts)")
+        #expect(counts.dropFirst().allSatisfy { $0 == 0 }, "TPM commands per refusal of an unknown name: \(counts)")
+        tpm.clearLog()
+        #expect(try fixture.authenticate(alice, replies: [Self.passcode]).status == PAMCode.success)
+        #expect(try fixture.authenticate(alice, replies: ["111333"]).status == PAMCode.authError)
+        #expect(tpm.commands().isEmpty, "\(tpm.commands())")
+        print("TPM commands per refusal of a name that is no account, from a boot on: \(counts)")
+    }
+
+    /// Issue 36, item 3, the TPM's sessions: a user who stops their own setuid helper between
+    /// TPM2_StartAuthSession and TPM2_Unseal keeps that session loaded, and swtpm has three
+    /// (TPM2_PT_HR_LOADED_MIN; one killed there leaks its session for good, swtpm having no
+    /// resource manager to flush it). The attacker's stepper (as the user) single-steps
+    /// `puff-check verify` of their own account right after a boot, with swtpm's log as its
+    /// oracle, and parks three copies in that window; then the victim's right passcode, as
+    /// sshd runs it, needs a session of its own. Before: the three stopped copies held every
+    /// session and the victim's login failed with PAM_AUTHINFO_UNAVAIL. Now the helper makes
+    /// itself root through and through before it touches the store or the TPM: the user's
+    /// SIGSTOP is refused (EPERM) from then on, and every login goes through.
+    @Test func aUserCannotParkTheirOwnHelperInsideATPMSession() throws {
+        let tpm = try SoftwareTPM(logging: true)
+        chmod(tpm.directory, 0o711)
+        let stage = try UnprivilegedTests.Stage(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 50\nmax_failures = 0\n" + Self.config(tpm))
+        let alice = try TestUsers.ensure("puff-it-alice"), bob = try TestUsers.ensure("puff-it-bob")
+        #expect(try stage.fixture.enroll(alice, Self.passcode).status == 0)
+        #expect(try stage.fixture.enroll(bob, Self.passcode).status == 0)
+        #expect(try Self.tpmCommand(stage.fixture, ["enable"]).status == 0)
+        try Self.forgetUnsealedKeys()
+        tpm.clearLog()
+        chmod(tpm.log, 0o644)
+        let stepper = stage.fixture.root + "/tpm-stepper.py"
+        try stage.fixture.write(stepper, Self.sessionStepper, mode: 0o755)
+        let report = stage.fixture.root + "/tpm-stepper.txt", done = report + ".done"
+        FileManager.default.createFile(atPath: report, contents: nil, attributes: [.posixPermissions: 0o666])
+        let spy = try HardeningRound4Tests.start(stage, as: alice, ["/usr/bin/python3", "-u", stepper, stage.helper, tpm.log, report, done])
+        var reaped = false
+        defer {
+            FileManager.default.createFile(atPath: done, contents: nil)
+            if !reaped { usleep(500_000); Glibc.kill(spy, SIGKILL); var raw: Int32 = 0; waitpid(spy, &raw, 0) }
+        }
+        let seen = HardeningRound4Tests.await(report, "ready\n", seconds: 120, process: spy)
+        #expect(seen.contains("ready\n"), "\(seen)")
+        #expect(!seen.contains("parked"), "the user parked their helper inside a TPM session: \(seen)")
+        // As sshd runs it (real uid root): the module hands the attempt to the helper's service call.
+        let victim = try stage.authenticate(as: "root", user: bob, replies: [Self.passcode])
+        #expect(victim.status == PAMCode.success, "\(victim.output) (\(seen))")
+        print("TPM session stepper: \(seen.split(separator: "\n").joined(separator: "; "))")
+        HardeningRound4Tests.killStuck(seen)
+        FileManager.default.createFile(atPath: done, contents: nil)
+        var raw: Int32 = 0
+        let deadline = Date().addingTimeInterval(20)
+        while !reaped && Date() < deadline {
+            let waited = waitpid(spy, &raw, WNOHANG)
+            if waited == spy || waited < 0 { reaped = true } else { usleep(10_000) }
+        }
+    }
+
+    /// The attacker's stepper (python3, as the user): argv helper, swtpm's log, the report, the
+    /// file that ends it. Three rounds: `puff-check verify` of the user's own account with a
+    /// wrong passcode, stopped at once, then stepped (SIGCONT, SIGSTOP) until the log shows more
+    /// StartAuthSession (0x176) than Unseal (0x15e) commands since it started (parked, kept
+    /// stopped), the copy ends, or a signal is refused.
+    static let sessionStepper = #"""
+        import os, signal, subprocess, sys, time
+        helper, log, report, done = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+        def codes(start):
+            with open(log) as f:
+                lines = f.read().splitlines()
+            found = []
+            for i, line in enumerate(lines[start:], start):
+                if "SWTPM_IO_Read: length" in line and i + 1 < len(lines):
+                    b = lines[i + 1].split()
+                    if len(b) >= 10:
+                        found.append(int("".join(b[6:10]), 16))
+            return found, len(lines)
+        def state(pid):
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    s = f.read()
+                return s[s.rindex(")") + 2]
+            except OSError:
+                return "X"
+        out = open(report, "w")
+        parked = []
+        for round in range(3):
+            _, start = codes(0)
+            out.write("round %d from log line %d\n" % (round + 1, start))
+            out.flush()
+            p = subprocess.Popen([helper, "verify"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            os.kill(p.pid, signal.SIGSTOP)
+            p.stdin.write(b"111333")
+            p.stdin.close()
+            steps, outcome = 0, "timed out"
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                t = time.monotonic() + 2
+                while state(p.pid) not in "tTZX" and time.monotonic() < t:
+                    time.sleep(0.0001)
+                if state(p.pid) in "ZX":
+                    outcome = "ended after %d steps" % steps
+                    break
+                c, _ = codes(start)
+                if c.count(0x176) > c.count(0x15e):
+                    outcome = "parked inside a TPM session after %d steps" % steps
+                    parked.append(p)
+                    break
+                try:
+                    os.kill(p.pid, signal.SIGCONT)
+                    os.kill(p.pid, signal.SIGSTOP)
+                except PermissionError:
+                    outcome = "its SIGSTOP refused (EPERM) after %d steps" % steps
+                    break
+                steps += 1
+            out.write("round %d: %s\n" % (round + 1, outcome))
+            out.flush()
+            if p not in parked:
+                try:
+                    os.kill(p.pid, signal.SIGCONT)
+                except PermissionError:
+                    pass
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    out.write("stuck pid %d\n" % p.pid)
+                    out.flush()
+        out.write("ready\n")
+        out.flush()
+        deadline = time.monotonic() + 120
+        while not os.path.exists(done) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for p in parked:
+            p.kill()
+            p.wait()
+        """#
 }

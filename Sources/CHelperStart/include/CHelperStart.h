@@ -6,6 +6,26 @@
 /// process undumpable or change to /.
 int puff_helper_dropped_environment(void);
 
+/// Sets the scheduling a process started at boot has (scheduling.c): SCHED_OTHER at nice 0
+/// without utilization clamps, every CPU the machine allows, the default I/O priority and
+/// timer slack, a session of its own where it is no process group leader. Run from
+/// .preinit_array; 0, or -1 and `puff_helper_scheduling_failure` names the step that failed.
+int puff_helper_reset_scheduling(void);
+
+/// Whether the start-up code reset the scheduling (1) or could not (0).
+int puff_helper_scheduling_was_reset(void);
+
+/// The step of `puff_helper_reset_scheduling` that failed, or NULL.
+const char *puff_helper_scheduling_failure(void);
+
+/// Whether the process leads a session of its own (the start-up code's setsid took).
+int puff_helper_leads_own_session(void);
+
+/// setresuid(0, 0, 0), checked: 0, or -1 when a uid is still not root. For the setuid helper
+/// run by an ordinary user, once it knows who called it: no signal, scheduling or I/O
+/// priority change of that user reaches it afterwards (scheduling.c).
+int puff_helper_become_root(void);
+
 /// pam_start, pam_authenticate and pam_acct_mgmt (both with PAM_DISALLOW_NULL_AUTHTOK), then
 /// pam_end, for `user` through `service` with `conversation` (a `struct pam_conv *`), with
 /// libpam opened on first use (system_password.c). The PAM status; PAM_SYSTEM_ERR when libpam

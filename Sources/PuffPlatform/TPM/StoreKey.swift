@@ -56,10 +56,13 @@ public enum StoreKey {
         return nil
         #else
         guard let sealed = try readSealed(name, in: directory) else { return nil }
+        // Unsealed at most once a boot (UnsealedKey): a kept copy that passes the check is used.
+        if let kept = UnsealedKey.kept(sealed, tcti: tpm.tcti), (try? check(of: kept)) == sealed.check { return kept }
         let key = try TPMClient.unseal(sealed.description, settings: tpm)
         guard key.count == PasscodeHasher.keyLength, try check(of: key) == sealed.check else {
             throw .tpm("the TPM gave another key than the one sealed for \(path)")
         }
+        UnsealedKey.keep(key, of: sealed, tcti: tpm.tcti)
         return key
         #endif
     }
