@@ -69,6 +69,11 @@ DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules li
 	libtss2-dev swtpm swtpm-tools tpm2-tools \
 	libx11-dev libxi-dev libxrandr-dev libcairo2-dev fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils x11-xserver-utils xinput \
 	liblightdm-gobject-dev lightdm xserver-xephyr dbus-daemon
+# The login keyring's tests (KeyringTests): the real gnome-keyring-daemon, installed without
+# its recommends, because libpam-gnome-keyring's postinst runs pam-auth-update on the machine's
+# /etc/pam.d. Its PAM module is unpacked into build/keyring instead (`apt-get download`, `dpkg -x`).
+KEYRING_DEPS := gnome-keyring
+GNOME_KEYRING_PAM := build/keyring/lib/$(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/security/pam_gnome_keyring.so
 # What `make deb` and `make deb-test` need besides DEBIAN_DEPS.
 DEB_DEPS    := debhelper fakeroot dpkg-dev lintian man-db
 ARCH        := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
@@ -91,6 +96,14 @@ all: build
 # the tests run their own sshd on 127.0.0.1).
 deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_DEPS)"
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(KEYRING_DEPS)" APT_OPTIONS=--no-install-recommends
+
+# pam_gnome_keyring.so for the tests, unpacked, never installed (see KEYRING_DEPS).
+$(GNOME_KEYRING_PAM):
+	rm -rf build/keyring && mkdir -p build/keyring/deb
+	cd build/keyring/deb && apt-get download libpam-gnome-keyring
+	dpkg -x build/keyring/deb/libpam-gnome-keyring_*.deb build/keyring
+	test -f $@
 
 install-packages:
 	@missing=""; for p in $(PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
@@ -98,7 +111,7 @@ install-packages:
 		echo "Installing:$$missing"; \
 		guard=""; if [ ! -e /usr/sbin/policy-rc.d ]; then \
 			printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && guard=1; fi; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; status=$$?; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_OPTIONS) $$missing; status=$$?; \
 		if [ -n "$$guard" ]; then rm -f /usr/sbin/policy-rc.d; fi; \
 		exit $$status; \
 	fi
@@ -290,13 +303,13 @@ TEST_TIME_LIMIT ?= 1200
 
 # The whole suite: pure logic, platform (temp dirs), and integration through real libpam
 # against build/pam_puff.so and the debug puff-enroll/harness binaries, in the private /etc.
-test: module helper man
+test: module helper man $(GNOME_KEYRING_PAM)
 	mkdir -p build
 	cc -O2 -fno-builtin -Wall -o build/ceil-test Tests/Embedded/ceil-test.c -lm && build/ceil-test
 	$(SWIFT) build --build-tests
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_HELPER=$(CURDIR)/build/puff-check \
 		PUFF_LDAP_LIBRARY=$(CURDIR)/build/puff-ldap.so PUFF_TPM_LIBRARY=$(CURDIR)/build/puff-tpm.so \
-		PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
+		PUFF_GNOME_KEYRING_PAM=$(CURDIR)/$(GNOME_KEYRING_PAM) PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
 		$(HERMETIC) --label test --time-limit $(TEST_TIME_LIMIT) -- $(SWIFT) test --skip-build --disable-xctest
 
 demo: build

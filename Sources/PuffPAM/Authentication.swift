@@ -286,6 +286,10 @@ extension ModuleContext {
         if let line = outcome.logLine(user: login.forLog, kind: noun) { log(line.priority, line.text) }
         switch outcome {
         case .success:
+            // The verdict is in: only now, and only for a passcode, the keyring's copy.
+            if !isGesture, keyringEnabled(login.options) {
+                releaseKeyring(secret, user: login.user, forLog: login.forLog, backend: backend)
+            }
             return .success
         case .notEnrolled:
             if login.promptsEveryAccount {
