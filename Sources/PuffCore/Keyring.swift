@@ -110,7 +110,7 @@ public struct KeyringCopyFile: Equatable, Sendable {
     }
 
     /// Base64 characters (no padding) of `count` bytes.
-    static func base64Length(of count: Int) -> Int { (count * 4 + 2) / 3 }
+    public static func base64Length(of count: Int) -> Int { (count * 4 + 2) / 3 }
 
     static func isBase64NoPadding(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.allSatisfy { byte in

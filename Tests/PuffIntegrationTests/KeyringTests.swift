@@ -164,7 +164,7 @@ struct KeyringTests {
         #expect(try desktop.loginKeyringLocked() == false)
         desktop.stopKeyringDaemon()
         #expect(FileManager.default.fileExists(atPath: desktop.home + "/.local/share/keyrings/login.keyring"))
-        let copy = (try? String(contentsOfFile: fixture.etc + "/keyring/" + desktop.name, encoding: .utf8)) ?? 
+        let copy = (try? String(contentsOfFile: fixture.etc + "/keyring/" + desktop.name, encoding: .utf8)) ?? ""
         #expect(copy.hasPrefix("puff-keyring 1\n"), "\(copy)")
         // No password in plain text anywhere in the store or the state directory.
         for (path, bytes) in try desktop.storeFiles() {
