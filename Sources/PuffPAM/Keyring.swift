@@ -23,6 +23,7 @@ extension ModuleContext {
     /// passcode and set as PAM_AUTHTOK. Only in this process (the files store, root); through
     /// the helper (tpm mode, su or sudo run by a user, a screen locker) nothing is released.
     /// Never before the verdict, never on a refusal: `conclude` calls it on `.success` only.
+    @inline(never)  // off by default: kept out of the login's own path
     func releaseKeyring(_ passcode: borrowing SecureBytes, user: String, forLog: String, backend: Backend) {
         guard case .local(let local) = backend, case .enrolled(let enrolled) = local.subject else {
             log(LOG_NOTICE, "user \(forLog): keyring: nothing released (the login went through the helper: "
@@ -65,6 +66,7 @@ extension ModuleContext {
     /// Seals `password`, just proven as `name`'s system password, to their passcode's public
     /// key. Best effort: every outcome is logged (never the password) and none changes the
     /// login. Only where this process may write the store (effective uid root).
+    @inline(never)  // two call sites
     func captureKeyring(_ password: borrowing SecureBytes, user name: UserName, options: PuffOptions,
                         session: StoreSession, when: String) {
         let forLog = LogText.escape(name.value)

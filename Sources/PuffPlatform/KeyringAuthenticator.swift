@@ -19,6 +19,7 @@ extension Authenticator {
 
     /// Seals `password` (just proven as `account`'s system password) to the public key of the
     /// record's passcode and stores it. Needs neither the passcode nor the store's key.
+    @inline(never)
     public func captureKeyring(_ password: borrowing SecureBytes, for account: Account) throws(StoreError) -> Capture {
         guard let record = try records.load(account), let passcode = record.passcode else { return .noPasscode }
         guard let lock = passcode.keyring else { return .noKeyPair }
@@ -44,6 +45,7 @@ extension Authenticator {
     /// After `passcode` verified for `account`: derives the secret key and opens the copy,
     /// or, when the record has no key pair yet, makes one (the passcode is known now). One
     /// argon2id at the cost the key pair was made with.
+    @inline(never)
     public func releaseKeyring(_ passcode: borrowing SecureBytes, for account: Account) throws(StoreError) -> Release {
         guard let record = try records.load(account), let stored = record.passcode else { return .changed }
         let key = try hostKey()
