@@ -229,5 +229,18 @@ struct KeyringTests {
         for (path, bytes) in try desktop.storeFiles() {
             #expect(bytes.range(of: Data(Self.newPassword.utf8)) == nil, "\(path) holds the new password")
         }
+
+        // Root's chpasswd changes it out of Puff's sight: the copy is stale and the passcode
+        // hands on the old one (which opens nothing new); the next password login at Puff's
+        // prompt keeps the new one, which the passcode then hands on.
+        #expect(try Hermetic.setPassword(desktop.name, "Third-Pass-5702").status == 0)
+        #expect(try desktop.login(Self.passcode).lines.last == "RESULT 0 Success")
+        #expect(desktop.tokenSeen == Self.newPassword)
+        desktop.stopKeyringDaemon()
+        #expect(try desktop.login("Third-Pass-5702").lines.last == "RESULT 0 Success")
+        desktop.stopKeyringDaemon()
+        #expect(try desktop.login(Self.passcode).lines.last == "RESULT 0 Success")
+        #expect(desktop.tokenSeen == "Third-Pass-5702")
+        desktop.stopKeyringDaemon()
     }
 }
