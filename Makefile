@@ -82,6 +82,11 @@ TEST_DEPS   := $(BUILD_DEPS) pamtester libpam-modules libpam-modules-bin strace 
 # an ssh server for the timing through sshd.
 CAMPAIGN_DEPS := $(DEMO_DEPS) pamtester strace swtpm swtpm-tools tpm2-tools openssh-server openssh-client
 VALGRIND_DEPS := $(DEMO_DEPS) pamtester valgrind
+# The login keyring's tests (KeyringTests): the real gnome-keyring-daemon, installed without
+# its recommends, because libpam-gnome-keyring's postinst runs pam-auth-update on the machine's
+# /etc/pam.d. Its PAM module is unpacked into build/keyring instead (`apt-get download`, `dpkg -x`).
+KEYRING_DEPS := gnome-keyring
+GNOME_KEYRING_PAM := build/keyring/lib/$(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/security/pam_gnome_keyring.so
 # What `make deb` and `make deb-test` need besides BUILD_DEPS.
 DEB_DEPS    := debhelper fakeroot dpkg-dev lintian man-db
 ARCH        := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
@@ -107,13 +112,21 @@ demo-deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEMO_DEPS)"
 test-deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(TEST_DEPS)"
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(KEYRING_DEPS)" APT_OPTIONS=--no-install-recommends
 campaign-deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(CAMPAIGN_DEPS)"
 valgrind-deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(VALGRIND_DEPS)"
 
 install-packages:
-	@bash scripts/install-packages.sh $(PACKAGES)
+	@APT_OPTIONS="$(APT_OPTIONS)" bash scripts/install-packages.sh $(PACKAGES)
+
+# pam_gnome_keyring.so for the tests, unpacked, never installed (see KEYRING_DEPS).
+$(GNOME_KEYRING_PAM):
+	rm -rf build/keyring && mkdir -p build/keyring/deb
+	cd build/keyring/deb && apt-get download libpam-gnome-keyring
+	dpkg -x build/keyring/deb/libpam-gnome-keyring_*.deb build/keyring
+	test -f $@
 
 module: demo-deps build/pam_puff.so build/puff-ldap.so build/puff-tpm.so
 
@@ -309,13 +322,13 @@ TEST_TIME_LIMIT ?= 1200
 
 # The whole suite: pure logic, platform (temp dirs), and integration through real libpam
 # against build/pam_puff.so and the debug puff-enroll/harness binaries, in the private /etc.
-test: test-deps module helper man
+test: test-deps module helper man $(GNOME_KEYRING_PAM)
 	mkdir -p build
 	cc -O2 -fno-builtin -Wall -o build/ceil-test Tests/Embedded/ceil-test.c -lm && build/ceil-test
 	$(SWIFT) build --build-tests
 	PUFF_MODULE=$(CURDIR)/build/pam_puff.so PUFF_HELPER=$(CURDIR)/build/puff-check \
 		PUFF_LDAP_LIBRARY=$(CURDIR)/build/puff-ldap.so PUFF_TPM_LIBRARY=$(CURDIR)/build/puff-tpm.so \
-		PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
+		PUFF_GNOME_KEYRING_PAM=$(CURDIR)/$(GNOME_KEYRING_PAM) PUFF_BIN=$$($(SWIFT) build --show-bin-path) \
 		$(HERMETIC) --label test --time-limit $(TEST_TIME_LIMIT) -- $(SWIFT) test --skip-build --disable-xctest
 
 # The demo builds only what it runs: the module and the debug puff-enroll and PAM harness.

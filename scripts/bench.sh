@@ -16,7 +16,9 @@
 #   5. tpm mode against the file key: pamtester medians at argon2id's minimum cost with the
 #      host key sealed in a software TPM (Debian's swtpm on 127.0.0.1, started here and
 #      stopped on exit) next to the same store with the key in its file, and the TPM commands
-#      one login sends (counted in swtpm's log).
+#      one login sends (counted in swtpm's log);
+#   6. the login keyring (keyring = yes) against keyring off: the release after a passcode
+#      login and the capture after a password login, in pairs (scripts/bench-keyring.sh).
 # BENCH_BASELINE_MODULE / BENCH_BASELINE_HELPER add rows for other builds (an older one).
 #
 # The benchmark writes /etc/pam.d/puff-bench-* services, gives the puff-bench account a
@@ -272,3 +274,6 @@ printf '  %-52s %8s ms\n' "tpm mode (sealed key, unsealed by the helper)" "$(ms_
 printf '  %-52s %8s\n' "TPM commands in one tpm-mode login" "$commands"
 echo "  (a real chip adds its own time per unseal: about 0.2-0.4 s for a firmware TPM, 2.7 s for a slow discrete one)"
 "$ENROLL" remove --user "$USER_NAME" --dir "$WORK/min" --state-dir "$WORK/state" --conf "$WORK/min/puff.conf" >/dev/null
+
+# 6. The login keyring (scripts/bench-keyring.sh, also runnable alone).
+RUNS=$RUNS bash scripts/bench-keyring.sh

@@ -2,7 +2,7 @@
 # Installs the Debian packages named as arguments that are missing, and leaves every service
 # they ship stopped and disabled.
 #
-#   scripts/install-packages.sh PACKAGE...
+#   [APT_OPTIONS=--no-install-recommends] scripts/install-packages.sh PACKAGE...
 #
 # A temporary policy-rc.d stops the installation from starting anything now; it does not stop
 # Debian from enabling a service for the next boot (openssh-server, slapd, lightdm, fail2ban
@@ -40,7 +40,7 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
     guard=1
 fi
 status=0
-{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } || status=$?
+{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${APT_OPTIONS:-} "${missing[@]}"; } || status=$?
 
 enablement_links > "$work/after"
 comm -13 "$work/before" "$work/after" > "$work/added"

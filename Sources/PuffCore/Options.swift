@@ -42,6 +42,11 @@ public struct PuffOptions: Equatable, Sendable {
     /// the failure this transaction's earlier Puff line counted when the password that
     /// succeeded is the text typed at Puff's prompt. It prompts for nothing and decides nothing.
     public var authSucc = false
+    /// `keyring = yes`: keep a copy of the system password sealed to the passcode
+    /// (docs/protection-at-rest.md, "The login keyring") and, after a passcode login, hand it
+    /// on as PAM_AUTHTOK so pam_gnome_keyring and pam_kwallet5 further down unlock. Off by
+    /// default; refused in fleet mode (`keyringRefusal`).
+    public var keyring = false
     /// The lockout policy.
     public var lockout = LockoutPolicy()
     /// When the gesture is trusted and when the passcode is required instead.
@@ -89,6 +94,13 @@ public struct PuffOptions: Equatable, Sendable {
         return settings
     }
 
+    /// Why `keyring = yes` is not honoured with these options, or `nil`: in fleet mode a
+    /// directory password opens every host, so one host's copy would be the fleet's.
+    public var keyringRefusal: String? {
+        guard keyring, directory.isEnabled else { return nil }
+        return "keyring = yes is refused in fleet mode (a directory password opens every host); no password is kept or released"
+    }
+
     /// The defaults.
     public init() {}
 }
@@ -123,6 +135,7 @@ public enum OptionParser {
     /// The keys of `apply` (fleet mode's are DirectorySettings's).
     enum Key: String, CaseIterable {
         case dir, state_dir, conf, helper, nullok, nullok_prompt, tell_state, debug, silent, nodelay, try_first_pass, use_first_pass, authsucc
+        case keyring
         case even_deny_root, root_exempt, max_failures, min_passcode, deny, fail_interval, unlock_time, delays
         case gesture_tries, passcode_interval, gesture_after_reboot, lock_wait, gesture_raster, gesture_tolerance
         case gesture_hit_ratio, gesture_overflow, kdf_ops, kdf_mem_kib
@@ -219,6 +232,14 @@ public enum OptionParser {
             // turn every Puff line into one.
             guard source == .argument else { return "'authsucc' is ignored inside the configuration file" }
             options.authSucc = try flag()
+        case .keyring:
+            // `keyring`, `keyring=yes` or `keyring=no`.
+            switch value {
+            case nil: options.keyring = true
+            case let given? where given.sameBytes(as: "yes"): options.keyring = true
+            case let given? where given.sameBytes(as: "no"): options.keyring = false
+            default: throw OptionError(key: name, reason: "must be yes or no")
+            }
         case .even_deny_root: options.lockout.evenDenyRoot = try flag()
         case .root_exempt: options.lockout.evenDenyRoot = !(try flag())
         case .max_failures: options.lockout.maxFailures = UInt32(try integer(0...1_000_000))

@@ -4,16 +4,20 @@ public struct StoredPasscode: Equatable, Sendable {
     public var type: PasscodeType
     /// The `$argon2id$…` string of the pre-hashed passcode.
     public var hash: String
+    /// The keyring key pair's public half and derivation (`keyring = yes`), made when the
+    /// passcode is set or at a passcode login; `nil` for a passcode set without it.
+    public var keyring: KeyringLock?
 
     /// Creates a stored passcode.
-    public init(type: PasscodeType, hash: String) {
+    public init(type: PasscodeType, hash: String, keyring: KeyringLock? = nil) {
         self.type = type
         self.hash = hash
+        self.keyring = keyring
     }
 
-    /// The same type and the same hash bytes (ByteText.swift).
+    /// The same type and the same hash bytes (ByteText.swift), and the same keyring lock.
     public static func == (left: StoredPasscode, right: StoredPasscode) -> Bool {
-        left.type == right.type && left.hash.sameBytes(as: right.hash)
+        left.type == right.type && left.hash.sameBytes(as: right.hash) && left.keyring == right.keyring
     }
 }
 
@@ -90,6 +94,7 @@ public struct UserRecord: Equatable, Sendable {
         var text = "puff-record \(Self.version)\nuser \(user.value)\nuid \(uid)\n"
         if let passcode {
             text += "passcode-type \(passcode.type.rawValue)\npasscode-hash \(passcode.hash)\n"
+            if let keyring = passcode.keyring { text += "passcode-keyring \(keyring.text)\n" }
         }
         if let gesture {
             text += "gesture-picture \(gesture.pictureWidth)x\(gesture.pictureHeight)\n"
@@ -104,7 +109,7 @@ public struct UserRecord: Equatable, Sendable {
         let fields = try KeyValueText.parse(bytes, header: "puff-record \(version)",
                                             maximumSize: maximumEncodedSize,
                                             keys: ["user", "uid"],
-                                            optional: ["passcode-type", "passcode-hash", "gesture-picture",
+                                            optional: ["passcode-type", "passcode-hash", "passcode-keyring", "gesture-picture",
                                                        "gesture-picture-sha256", "gesture-template"])
         guard let name = fields["user"].flatMap(UserName.init),
               let uidText = fields["uid"], let uid = UInt32(canonicalDecimal: uidText) else {
@@ -122,6 +127,11 @@ public struct UserRecord: Equatable, Sendable {
             }
             passcode = StoredPasscode(type: type, hash: hash)
         default: throw .missingKey
+        }
+        if let keyring = fields["passcode-keyring"] {
+            // A keyring lock belongs to a passcode.
+            guard passcode != nil, let lock = KeyringLock(keyring) else { throw passcode == nil ? .missingKey : .badValue }
+            passcode?.keyring = lock
         }
         var gesture: StoredGesture?
         switch (fields["gesture-picture"], fields["gesture-picture-sha256"], fields["gesture-template"]) {

@@ -304,6 +304,10 @@ extension ModuleContext {
         }
         switch outcome {
         case .success:
+            // The verdict is in: only now, and only for a passcode, the keyring's copy.
+            if !isGesture, keyringEnabled(login.options) {
+                releaseKeyring(secret, user: login.user, forLog: login.forLog, backend: backend)
+            }
             return .success
         case .notEnrolled:
             if login.promptsEveryAccount {

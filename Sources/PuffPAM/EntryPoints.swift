@@ -40,3 +40,15 @@ public func pam_sm_acct_mgmt(_ handle: OpaquePointer?, _ flags: Int32, _ argc: I
     #endif
     return handle == nil ? PAM_SYSTEM_ERR : PAM_IGNORE
 }
+
+/// `pam_sm_chauthtok`: Puff changes no password. With `keyring = yes`, on the update pass it
+/// keeps the new password the module before it set, sealed to the user's passcode (Keyring.swift).
+@_cdecl("pam_sm_chauthtok")
+public func pam_sm_chauthtok(_ handle: OpaquePointer?, _ flags: Int32, _ argc: Int32,
+                             _ argv: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
+    #if !$Embedded
+    puff_module_restore_environment()
+    #endif
+    guard let handle else { return PAM_SYSTEM_ERR }
+    return ModuleContext(handle: handle, flags: flags).passwordChanged(arguments: ModuleContext.arguments(argc, argv))
+}

@@ -117,6 +117,10 @@ extension ModuleContext {
                 return .ignore
             }
             same = try pending.matches(token)
+            // pam_unix accepted the text typed at Puff's prompt: the system password, proven.
+            if same, keyringEnabled(options) {
+                captureKeyring(token, user: pending.failure.user, options: options, session: session, when: "password login")
+            }
         } catch {
             log(LOG_ERR, "user \(user): authsucc: \(error); the Puff failure stays counted")
             return .failure(error)

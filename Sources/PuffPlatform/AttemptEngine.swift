@@ -194,7 +194,7 @@ extension Authenticator {
         guard matched else { return failed("") }
         // The upgrade at the current cost is hashed here, outside any lock, too.
         let upgrade: RecordUpgrade? = hasher.needsRehash(stored.hash)
-            ? .passcode(StoredPasscode(type: stored.type, hash: try hasher.hash(prehash))) : nil
+            ? .passcode(StoredPasscode(type: stored.type, hash: try hasher.hash(prehash), keyring: stored.keyring)) : nil
         return try counter.settle(attempt, passcodeUsed: true, upgrade: upgrade, at: started) { current, _ in
             guard let current else { return failed("the record was removed meanwhile") }
             guard current.passcode == stored else { return failed("the passcode was changed meanwhile") }

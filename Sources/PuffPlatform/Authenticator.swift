@@ -388,10 +388,15 @@ public struct Authenticator {
         let hostKey = try records.loadOrCreateHostKey(tpm: options.tpm)
         let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: hostKey)
         let hash = try hasher.hash(prehash)
+        // `keyring = yes`: the passcode is known now, so its keyring key pair is made now (one
+        // more argon2id); the copy sealed to the old passcode's key pair can never open again.
+        let keyring = options.keyring && options.keyringRefusal == nil
+            ? try KeyringKeys.make(for: passcode, account: account, hostKey: hostKey, cost: options.kdf) : nil
         try counters.update(account.name) { tally, save throws(StoreError) in
             var record = try records.load(account) ?? UserRecord(user: account.name, uid: account.uid, passcode: nil)
-            record.passcode = StoredPasscode(type: type, hash: hash)
+            record.passcode = StoredPasscode(type: type, hash: hash, keyring: keyring)
             try records.save(record)
+            _ = try keyringCopies.forget(account.name)
             // Whoever just set the passcode knows it: it counts as a passcode success, except
             // that an administrator's lock stands until `puff-enroll reset`.
             let adminLock = tally.adminLock
@@ -465,6 +470,7 @@ public struct Authenticator {
         return try counters.update(name) { _, _ throws(StoreError) -> Bool in
             let removed = try records.remove(name)
             let pictures = try records.removePictures(name)
+            _ = try keyringCopies.forget(name)
             try counters.removeWhileLocked(name)
             _ = try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds,
                                    session: session).remove(name)

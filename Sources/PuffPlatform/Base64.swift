@@ -3,9 +3,12 @@ import CSodium
 /// Base64 (standard alphabet, padded) through libsodium.
 public enum Base64 {
     static let variant = Int32(sodium_base64_VARIANT_ORIGINAL)
+    /// Without the `=` padding, as argon2id strings spell their salt and hash.
+    static let unpadded = Int32(sodium_base64_VARIANT_ORIGINAL_NO_PADDING)
 
-    /// Encodes `bytes`.
-    public static func encode(_ bytes: [UInt8]) -> String {
+    /// Encodes `bytes` (`padded: false`: without `=`).
+    public static func encode(_ bytes: [UInt8], padded: Bool = true) -> String {
+        let variant = padded ? Self.variant : Self.unpadded
         let length = sodium_base64_encoded_len(bytes.count, variant)
         var out = [CChar](repeating: 0, count: length)
         out.withUnsafeMutableBufferPointer { buffer in
@@ -16,8 +19,9 @@ public enum Base64 {
         }
     }
 
-    /// Decodes `text`, or `nil` when it is not strict base64.
-    public static func decode(_ text: String) -> [UInt8]? {
+    /// Decodes `text`, or `nil` when it is not strict base64 (`padded: false`: without `=`).
+    public static func decode(_ text: some StringProtocol, padded: Bool = true) -> [UInt8]? {
+        let variant = padded ? Self.variant : Self.unpadded
         let input = Array(text.utf8)
         var out = [UInt8](repeating: 0, count: input.count / 4 * 3 + 3)
         var written = 0

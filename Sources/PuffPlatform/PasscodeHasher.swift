@@ -12,7 +12,7 @@ public struct PasscodeHasher {
     public static let keyLength = 32
 
     /// Domain separation for the prehash; a later scheme gets a new tag.
-    static let domain = Array("puff-passcode-v1".utf8)
+    public static let domain = Array("puff-passcode-v1".utf8)
 
     /// A salt and an all-zero hash that no input can produce; verifying against it costs
     /// exactly what a real verification costs (`dummyHash(for:)`).
@@ -25,11 +25,12 @@ public struct PasscodeHasher {
     /// Creates a hasher for the given cost.
     public init(cost: Argon2Parameters) { self.cost = cost }
 
-    /// `BLAKE2b-256(key: hostKey, "puff-passcode-v1" ‖ 0 ‖ uid(be32) ‖ name ‖ 0 ‖ passcode)`.
+    /// `BLAKE2b-256(key: hostKey, domain ‖ 0 ‖ uid(be32) ‖ name ‖ 0 ‖ passcode)`, the domain
+    /// being "puff-passcode-v1" for the stored hash (the keyring's derivation has its own).
     public func prehash(_ passcode: borrowing SecureBytes, user: UserName, uid: UInt32,
-                        hostKey: borrowing SecureBytes) throws(StoreError) -> SecureBytes {
+                        hostKey: borrowing SecureBytes, domain: [UInt8] = Self.domain) throws(StoreError) -> SecureBytes {
         let name = Array(user.value.utf8)
-        var message = try SecureBytes(count: Self.domain.count + 1 + 4 + name.count + 1 + passcode.count)
+        var message = try SecureBytes(count: domain.count + 1 + 4 + name.count + 1 + passcode.count)
         message.withMutableBytes { out in
             var at = 0
             func put(_ bytes: UnsafeRawBufferPointer) {
@@ -37,7 +38,7 @@ public struct PasscodeHasher {
                 (base + at).copyMemory(from: source, byteCount: bytes.count)
                 at += bytes.count
             }
-            Self.domain.withUnsafeBytes { put($0) }
+            domain.withUnsafeBytes { put($0) }
             withUnsafeBytes(of: UInt8(0)) { put($0) }
             withUnsafeBytes(of: uid.bigEndian) { put($0) }
             name.withUnsafeBytes { put($0) }

@@ -30,6 +30,10 @@ enum Enrollment {
         case .success(let prepared):
             change = prepared
         }
+        let options = store.authenticator.options
+        // Whether the proof is the system password (no Puff passcode yet) or the passcode.
+        let hadPasscode = try RecordStore(directory: options.recordDirectory, session: store.authenticator.session)
+            .load(account)?.passcode != nil
         let proved = try prove(request.proof, store, subject, account)
         guard proved.outcome == .success else {
             HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment refused, proof \(proved.outcome.rawValue)")
@@ -37,8 +41,18 @@ enum Enrollment {
         }
         switch change {
         case .passcode(let type):
+            let keyring = options.keyring && options.keyringRefusal == nil
+            // A change proven with the old passcode: its copy of the system password, opened
+            // now, is sealed again to the new passcode's key pair below.
+            var kept: SecureBytes?
+            if keyring, hadPasscode { kept = Self.keyringCopy(opening: request.proof, store, account) }
             try store.storePasscode(request.secret, type: type, for: account)
             HelperLog.write(LOG_NOTICE, "user \(account.name): passcode set by the user (type \(type.rawValue))")
+            if keyring, !hadPasscode {
+                Self.keepKeyringCopy(request.proof, store, account, when: "self-enrollment's password proof")
+            } else if let password = kept.take() {
+                Self.keepKeyringCopy(password, store, account, when: "passcode change")
+            }
         case .gesture(let template, let picture):
             try store.storeGesture(template, picture: picture, for: account)
             HelperLog.write(LOG_NOTICE, "user \(account.name): gesture set by the user")
@@ -86,6 +100,29 @@ enum Enrollment {
             return Helper.write(proved) ? HelperExit.refused : HelperExit.failure
         }
         return Helper.write(proved) ? HelperExit.success : HelperExit.failure
+    }
+
+    /// The keyring's copy opened with the verified passcode `proof`, or nil (none kept, stale,
+    /// or an error, which is logged: the change goes on, the copy is then dropped).
+    private static func keyringCopy(opening proof: borrowing SecureBytes, _ store: Store, _ account: Account) -> SecureBytes? {
+        do {
+            guard case .password(let password) = try store.authenticator.releaseKeyring(proof, for: account) else { return nil }
+            return password
+        } catch {
+            HelperLog.write(LOG_WARNING, "user \(account.name): keyring: the copy could not be opened to seal it again: \(error)")
+            return nil
+        }
+    }
+
+    /// Seals `password` (proven) to the record's passcode key pair; best effort, logged.
+    private static func keepKeyringCopy(_ password: borrowing SecureBytes, _ store: Store, _ account: Account, when: String) {
+        do {
+            if try store.authenticator.captureKeyring(password, for: account) == .kept {
+                HelperLog.write(LOG_INFO, "user \(account.name): keyring: the system password is kept, sealed to the passcode (\(when))")
+            }
+        } catch {
+            HelperLog.write(LOG_WARNING, "user \(account.name): keyring: not kept (\(when)): \(error)")
+        }
     }
 
     /// `remove`: the caller's own enrollment (record, picture, counter) after the same proof

@@ -44,6 +44,7 @@ struct Status: ParsableCommand {
             var cells: [[String]] = []
             var anyRecord = false
             var lastCountedBy: String?
+            var keyringLines: [String] = []
             var cacheLine: String?
             var offlineNote: String?
             for name in names {
@@ -83,10 +84,17 @@ struct Status: ParsableCommand {
                     tally = try counters.read(name)
                 }
                 anyRecord = anyRecord || record != nil
+                // The keyring's copy (files store only: fleet mode keeps none).
+                var keyringSince: Int64?
+                if !options.directory.isEnabled, let account {
+                    keyringSince = try KeyringStore(directory: options.recordDirectory, session: StoreSession()).copy(of: account)?.captured
+                    if user != nil || keyringSince != nil { keyringLines.append(try KeyringCommand.line(options, account, record)) }
+                }
                 let status = options.lockout.status(of: tally, now: now, isRoot: account?.uid == 0)
                 let acceptance = record.map { options.quickFactor.acceptance(of: $0, tally, bootID: bootID, now: now) }
                 if json {
                     var row = jsonRow(name, account, record, tally, status, acceptance, countedBy)
+                    row = String(row.dropLast()) + ", \"keyring_since\": " + (keyringSince.map(String.init) ?? "null") + "}"
                     if options.directory.isEnabled {
                         row = String(row.dropLast()) + ", \"cache\": " + (cache.map {
                             "{\"age\": \($0.age), \"fresh\": \($0.fresh), \"offline_failures\": \($0.offlineFailures)}"
@@ -120,6 +128,7 @@ struct Status: ParsableCommand {
                     let lines = recent.map { [Time.format($0.time), $0.service, $0.tty, $0.rhost, $0.ruser].map { $0.isEmpty ? "-" : $0 } }
                     for line in Self.table(header + lines) { Terminal.say(line) }
                 }
+                for line in keyringLines { Terminal.say(line) }
                 if let lastCountedBy { Terminal.say("The latest fleet failure was counted by \(lastCountedBy).") }
                 if user == nil { Terminal.say(try TPMCommand.modeLine(options)) }
                 if let cacheLine { Terminal.say(cacheLine) }

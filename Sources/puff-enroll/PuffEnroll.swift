@@ -16,7 +16,7 @@ struct PuffEnroll: ParsableCommand {
         nothing enrolled; 64 usage error; 77 must be run as root.
         """,
         version: BuildInfo.version,
-        subcommands: [Passcode.self, GestureCommand.self, ShowGesture.self, Status.self, Lock.self, Reset.self, Remove.self, TPMCommand.self]
+        subcommands: [Passcode.self, GestureCommand.self, ShowGesture.self, Status.self, Lock.self, Reset.self, Remove.self, TPMCommand.self, KeyringCommand.self]
     )
 
     /// A first word that is no command (`puff-enroll resett --user bob`) is named as such,
@@ -97,6 +97,7 @@ struct StoreOptions: ParsableArguments {
         do {
             let loaded = try Configuration.load(arguments: tokens)
             for warning in loaded.warnings { Report.warn(warning) }
+            if let refusal = loaded.options.keyringRefusal { Report.warn(refusal) }
             return loaded.options
         } catch {
             throw Failure(ExitCodes.storeFailure, "\(error)")

@@ -139,6 +139,8 @@ static char *from_hex(const char *hex, size_t *length) {
 struct options {
     const char *confdir, *service, *user, *op, *authtok, *wait_fifo;
     const char *rhost, *tty, *ruser;   /* PAM_RHOST, PAM_TTY, PAM_RUSER when given */
+    const char *env[16];               /* --env NAME=VALUE: pam_putenv before the operation */
+    int env_count;
     int no_user, repeat, threads, fd_check, time;
     long caller;                       /* the real uid with --caller, else -1 */
     struct script script;
@@ -198,12 +200,23 @@ static int run_once(struct options *options, struct script *script) {
     if (options->rhost) pam_set_item(handle, PAM_RHOST, options->rhost);
     if (options->tty) pam_set_item(handle, PAM_TTY, options->tty);
     if (options->ruser) pam_set_item(handle, PAM_RUSER, options->ruser);
+    for (int i = 0; i < options->env_count; i++) pam_putenv(handle, options->env[i]);
     struct timespec started, ended;
     int rounds_before = script->rounds;
     clock_gettime(CLOCK_MONOTONIC, &started);
     if (strcmp(options->op, "auth") == 0) status = pam_authenticate(handle, 0);
     else if (strcmp(options->op, "acct") == 0) status = pam_acct_mgmt(handle, 0);
     else if (strcmp(options->op, "setcred") == 0) status = pam_setcred(handle, PAM_ESTABLISH_CRED);
+    else if (strcmp(options->op, "chauthtok") == 0) status = pam_chauthtok(handle, 0);
+    else if (strcmp(options->op, "login") == 0) {
+        /* A display manager's order: authenticate, then (on success) open and close a session. */
+        status = pam_authenticate(handle, 0);
+        if (status == PAM_SUCCESS) {
+            int opened = pam_open_session(handle, 0);
+            printf("SESSION %d %s\n", opened, pam_strerror(handle, opened));
+            if (opened == PAM_SUCCESS) pam_close_session(handle, 0);
+        }
+    }
     else status = PAM_SYSTEM_ERR;
     clock_gettime(CLOCK_MONOTONIC, &ended);
     if (!script->quiet) printf("RESULT %d %s\n", status, pam_strerror(handle, status));
@@ -250,6 +263,11 @@ int main(int argc, char **argv) {
         else if (strcmp(arg, "--rhost") == 0) TAKE(options.rhost);
         else if (strcmp(arg, "--tty") == 0) TAKE(options.tty);
         else if (strcmp(arg, "--ruser") == 0) TAKE(options.ruser);
+        else if (strcmp(arg, "--env") == 0) {
+            if (options.env_count >= 16) { fprintf(stderr, "too many --env\n"); return 64; }
+            TAKE(options.env[options.env_count]);
+            options.env_count++;
+        }
         else if (strcmp(arg, "--wait-fifo") == 0) TAKE(options.wait_fifo);
         else if (strcmp(arg, "--reply") == 0 || strcmp(arg, "--reply-file") == 0) {
             const char *text;

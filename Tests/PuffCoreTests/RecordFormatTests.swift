@@ -260,3 +260,58 @@ private extension String {
         return result + rest
     }
 }
+
+@Suite("Keyring fields")
+struct KeyringFormatTests {
+    static let lock = "$argon2id$v=19$m=8,t=1,p=1$c29tZXNhbHRzb21lc2FsdA$" + String(repeating: "A", count: 42) + "E"
+    static let hash = "$argon2id$v=19$m=65536,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$RdescudvJCsgt3ub+b+dWRWJTmaaJObG/m3K4cJeF3c"
+
+    @Test("a record's passcode-keyring line round trips and needs a passcode")
+    func recordField() throws {
+        let text = "puff-record 1\nuser alice\nuid 1000\npasscode-type digits6\npasscode-hash \(Self.hash)\npasscode-keyring \(Self.lock)\n"
+        let record = try UserRecord.decode(Array(text.utf8))
+        #expect(record.passcode?.keyring?.text == Self.lock)
+        #expect(String(decoding: record.encoded(), as: UTF8.self) == text)
+        // Without a passcode, or a lock of the wrong shape: refused.
+        #expect(throws: RecordFormatError.missingKey) {
+            try UserRecord.decode(Array("puff-record 1\nuser alice\nuid 1000\npasscode-keyring \(Self.lock)\n".utf8))
+        }
+        for bad in [Self.lock + "A", "$argon2id$v=19$m=8,t=99,p=1$c29tZXNhbHRzb21lc2FsdA$" + String(repeating: "A", count: 43), "x"] {
+            let line = "puff-record 1\nuser alice\nuid 1000\npasscode-type digits6\npasscode-hash \(Self.hash)\npasscode-keyring \(bad)\n"
+            #expect(throws: RecordFormatError.badValue) { try UserRecord.decode(Array(line.utf8)) }
+        }
+    }
+
+    @Test("the copy file parses strictly")
+    func copyFile() throws {
+        let box = String(repeating: "B", count: KeyringCopyFile.base64Length(of: 48 + 13))
+        let file = KeyringCopyFile(user: try #require(UserName("alice")), uid: 1000, captured: 1_700_000_000,
+                                   sealedTo: String(repeating: "A", count: 43), copy: box)
+        #expect(try KeyringCopyFile.decode(file.encoded()) == file)
+        var tooShort = file
+        tooShort.copy = "BBBB"
+        var padded = file
+        padded.copy = box + "="
+        var wrongKey = file
+        wrongKey.sealedTo = String(repeating: "A", count: 44)
+        for bad in [tooShort, padded, wrongKey] {
+            #expect(throws: RecordFormatError.badValue) { try KeyringCopyFile.decode(bad.encoded()) }
+        }
+        #expect(throws: RecordFormatError.badHeader) { try KeyringCopyFile.decode(Array("puff-keyring 2\n".utf8)) }
+    }
+
+    @Test("keyring takes yes, no or nothing; fleet mode refuses it")
+    func option() throws {
+        var options = PuffOptions()
+        #expect(!options.keyring)
+        _ = try OptionParser.apply("keyring=yes", to: &options, from: .configFile)
+        #expect(options.keyring && options.keyringRefusal == nil)
+        _ = try OptionParser.apply("keyring=no", to: &options, from: .configFile)
+        #expect(!options.keyring)
+        _ = try OptionParser.apply("keyring", to: &options, from: .argument)
+        #expect(options.keyring)
+        #expect(throws: OptionError.self) { _ = try OptionParser.apply("keyring=1", to: &options, from: .configFile) }
+        _ = try OptionParser.apply("backend=ldap", to: &options, from: .configFile)
+        #expect(options.keyringRefusal != nil)
+    }
+}

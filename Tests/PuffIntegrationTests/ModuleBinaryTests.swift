@@ -75,6 +75,6 @@ struct ModuleBinaryTests {
         let symbols = try run("/usr/bin/nm", ["-D", "--defined-only", "--extern-only", Artefacts.module])
         #expect(symbols.status == 0)
         let names = Set(symbols.lines.compactMap { $0.split(separator: " ").last.map(String.init) })
-        #expect(names == ["pam_sm_authenticate", "pam_sm_setcred", "pam_sm_acct_mgmt"])
+        #expect(names == ["pam_sm_authenticate", "pam_sm_setcred", "pam_sm_acct_mgmt", "pam_sm_chauthtok"])
     }
 }

@@ -465,6 +465,29 @@ struct TPMTests {
         #expect(try fixture.failures(user.name) == 0)
     }
 
+    /// `keyring = yes` in tpm mode: the copy is kept (sealing needs only the public key), but
+    /// the module, which has no TPM code, cannot derive the key that opens it: a passcode
+    /// login goes through the helper and hands on nothing (docs/protection-at-rest.md).
+    @Test func inTPMModeTheCopyIsKeptButNothingIsReleased() throws {
+        let tpm = try SoftwareTPM()
+        let user = try PasswordFallbackTests.userWithPassword("tk")
+        let fixture = try Self.fixture(tpm, extra: "keyring = yes\n")
+        #expect(try fixture.enroll(user.name, Self.passcode).status == 0)
+        #expect(try Self.tpmCommand(fixture, ["enable"]).status == 0)
+        let seen = fixture.root + "/seen"
+        try fixture.write(fixture.root + "/probe.sh", "#!/bin/sh\ncat > \"$1\"\n", mode: 0o755)
+        try fixture.write(fixture.pamDirectory + "/puff-fallback", try PasswordFallbackTests.shippedStack(fixture)
+                          + "auth optional pam_exec.so quiet expose_authtok \(fixture.root)/probe.sh \(seen)\n"
+                          + "account required pam_permit.so\n", mode: 0o644)
+        let password = try fixture.authenticate(user.name, replies: [PasswordFallbackTests.password], service: "puff-fallback")
+        #expect(password.lines.last == "RESULT 0 Success", "\(password.output)")
+        let copy = try String(contentsOfFile: fixture.etc + "/keyring/" + user.name, encoding: .utf8)
+        #expect(copy.hasPrefix("puff-keyring 1\n") && !copy.contains(PasswordFallbackTests.password))
+        let passcode = try fixture.authenticate(user.name, replies: [Self.passcode], service: "puff-fallback")
+        #expect(passcode.lines.last == "RESULT 0 Success", "\(passcode.output)")
+        #expect((try? String(contentsOfFile: seen, encoding: .utf8)) == Self.passcode)
+    }
+
     /// The module takes `tpm_*` values as they are and never uses them; the helper checks them
     /// where it talks to the TPM. A bad one fails closed in tpm mode, naming the key, and
     /// changes nothing in file mode, for the module and the helper alike.

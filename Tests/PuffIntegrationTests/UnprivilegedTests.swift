@@ -481,4 +481,37 @@ struct UnprivilegedTests {
         #expect(try stage.authenticate(as: alice, replies: ["604917"]).status == PAMCode.success)
         #expect(try stage.runAs(dave, [stage.helper, "enroll-passcode", alice], input: "").status == 2)
     }
+
+    /// `keyring = yes` through the setuid helper: a self-enrollment proven with the system
+    /// password keeps it sealed to the new passcode; a change proven with that passcode seals
+    /// it again to the new one, which a root login (the module's own process) then hands on.
+    @Test func aSelfEnrollmentKeepsThePasswordItProvedAndAChangeSealsItAgain() throws {
+        let stage = try Stage(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\nkeyring = yes\n")
+        let dave = try userWithPassword(stage)
+        let copy = stage.fixture.etc + "/keyring/" + dave
+        #expect(try selfEnroll(stage, dave, ["passcode"], input: "Sys-pass-4821\n604917\n").status == 0)
+        let first = try String(contentsOfFile: copy, encoding: .utf8)
+        #expect(first.hasPrefix("puff-keyring 1\n"), "\(first)")
+        #expect(!first.contains("Sys-pass-4821"))
+        #expect(try selfEnroll(stage, dave, ["passcode"], input: "604917\n135790\n").status == 0)
+        let second = try String(contentsOfFile: copy, encoding: .utf8)
+        #expect(second != first)
+        let status = try run(Artefacts.enroll, ["keyring", "status", "--user", dave] + stage.fixture.storeArguments)
+        #expect(status.output.contains("is kept, sealed to the passcode, since") && !status.output.contains("stale"),
+                "\(status.output) \(status.errors)")
+        // The new passcode hands the password on (pam_exec's expose_authtok as the witness).
+        let seen = stage.fixture.root + "/seen"
+        try stage.fixture.write(stage.fixture.root + "/probe.sh", "#!/bin/sh\ncat > \"$1\"\n", mode: 0o755)
+        try stage.fixture.write(stage.fixture.pamDirectory + "/puff-keyring", """
+            auth required \(Artefacts.module) dir=\(stage.fixture.etc) state_dir=\(stage.fixture.state) conf=\(stage.fixture.conf) nodelay
+            auth optional pam_exec.so quiet expose_authtok \(stage.fixture.root)/probe.sh \(seen)
+
+            """, mode: 0o644)
+        let login = try stage.fixture.authenticate(dave, replies: ["135790"], service: "puff-keyring")
+        #expect(login.lines.last == "RESULT 0 Success", "\(login.output)")
+        #expect((try? String(contentsOfFile: seen, encoding: .utf8)) == "Sys-pass-4821")
+        // An administrator's change knows no old passcode: the copy goes.
+        #expect(try stage.fixture.enroll(dave, "583920").status == 0)
+        #expect(!FileManager.default.fileExists(atPath: copy))
+    }
 }

@@ -1,3 +1,4 @@
+import Glibc
 import FuzzSupport
 import PuffCore
 import PuffPlatform
@@ -37,7 +38,25 @@ let attempt = try? GestureWire.parse(Array("puff-gesture:1:1000x750:p 100,120 30
 public func fuzzRecord(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     Fuzz.require(sodiumReady, "sodium_init failed")
     let input = Fuzz.input(data, size)
+    // The keyring's copy file (keyring/NAME): decoding never traps, an accepted file
+    // re-encodes to itself, and its box is of a length a sealed password can have.
+    if let copy = try? KeyringCopyFile.decode(input) {
+        Fuzz.require((try? KeyringCopyFile.decode(copy.encoded())) == copy, "a keyring copy does not re-encode")
+        Fuzz.require(copy.sealedTo.utf8.count == KeyringLock.publicKeyCharacters, "a keyring copy sealed to a key of another length")
+        if let box = Base64.decode(copy.copy, padded: false) {
+            Fuzz.require(box.count > KeyringCopyFile.sealOverhead
+                         && box.count <= KeyringCopyFile.sealOverhead + KeyringCopyFile.maximumPasswordLength,
+                         "a keyring copy whose box cannot hold a password")
+        }
+        return 0
+    }
     guard let record = try? UserRecord.decode(input) else { return 0 }
+    if let lock = record.passcode?.keyring {
+        // The record's keyring lock: bounded cost, a salt and a public key of their lengths.
+        Fuzz.require(lock.salt.utf8.count == KeyringLock.saltCharacters && lock.publicKey.utf8.count == KeyringLock.publicKeyCharacters,
+                     "a keyring lock of the wrong shape was accepted")
+        Fuzz.require(Argon2Parameters.memoryKiBRange.contains(lock.cost.memoryKiB), "a keyring cost outside the bounds")
+    }
     Fuzz.require((try? UserRecord.decode(record.encoded())) == record, "encoded() does not decode to the same record")
     if let passcode = record.passcode {
         Fuzz.require((try? Argon2Parameters.parse(passcode.hash)) != nil, "a hash outside the bounds was accepted")
@@ -111,6 +130,28 @@ enum Replay {
         for (name, record) in records {
             Fuzz.writeFile(directory + "/" + name, record.encoded())
         }
+        // A record with a keyring key pair, and a copy sealed to it, made by the real code.
+        guard let passcode = secure(Array("604917".utf8)), let password = secure(Array("Sys-Pass-4217".utf8)),
+              let lock = try? KeyringKeys.make(for: passcode, account: rootAccount, hostKey: hostKey,
+                                               cost: Argon2Parameters(memoryKiB: 8, iterations: 1)) else {
+            Fuzz.require(false, "making a keyring seed failed")
+            return
+        }
+        let keyring = UserRecord(user: root, uid: 0, passcode: StoredPasscode(type: .digits6, hash: hash("604917", rootAccount),
+                                                                              keyring: lock))
+        Fuzz.writeFile(directory + "/keyring-record", keyring.encoded())
+        let scratch = "/tmp/puff-fuzz-seed-\(getpid())"
+        mkdir(scratch, 0o700)
+        let store = KeyringStore(directory: scratch, session: StoreSession())
+        guard (try? store.capture(password, for: rootAccount, lock: lock, at: 1_700_000_000)) != nil,
+              let copy = try? store.copy(of: rootAccount) else {
+            Fuzz.require(false, "sealing a keyring seed failed")
+            return
+        }
+        Fuzz.writeFile(directory + "/keyring-copy", copy.encoded())
+        _ = try? store.forget(root)
+        rmdir(scratch + "/keyring")
+        rmdir(scratch)
     }
 }
 #endif
