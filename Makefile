@@ -68,7 +68,8 @@ DEBIAN_DEPS := libpam0g-dev libsodium-dev libstb-dev pamtester libpam-modules li
 	slapd ldap-utils libldap2-dev \
 	libtss2-dev swtpm swtpm-tools tpm2-tools \
 	libx11-dev libxi-dev libxrandr-dev libcairo2-dev fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils x11-xserver-utils xinput \
-	liblightdm-gobject-dev lightdm xserver-xephyr dbus-daemon
+	liblightdm-gobject-dev lightdm xserver-xephyr dbus-daemon \
+	libwayland-dev wayland-protocols libxkbcommon-dev python3-venv grim
 # What `make deb` and `make deb-test` need besides DEBIAN_DEPS.
 DEB_DEPS    := debhelper fakeroot dpkg-dev lintian man-db
 ARCH        := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
@@ -81,7 +82,7 @@ HARDEN_LINK := -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps module ldap-library cli helper locker greeter man completions test demo bench login-syscalls gesture-eval race fuzz killsweep faults valgrind timing tsan \
+.PHONY: all build deps wayland-protocol module ldap-library cli helper locker greeter man completions test demo bench login-syscalls gesture-eval race fuzz killsweep faults valgrind timing tsan \
 	install install-files install-locker-files install-greeter-files install-packages uninstall deb deb-test clean
 
 all: build
@@ -91,6 +92,20 @@ all: build
 # the tests run their own sshd on 127.0.0.1).
 deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_DEPS)"
+	@$(MAKE) --no-print-directory wayland-protocol
+
+# puff-lock's Wayland client code, generated from wayland-protocols' XML by wayland-scanner
+# (Sources/CLockWayland/wayland.c includes it when present; without it, Wayland is refused).
+WAYLAND_PROTOCOLS := $(shell pkg-config --variable=pkgdatadir wayland-protocols 2>/dev/null || echo /usr/share/wayland-protocols)
+SESSION_LOCK_XML  := $(WAYLAND_PROTOCOLS)/staging/ext-session-lock/ext-session-lock-v1.xml
+WAYLAND_GENERATED := Sources/CLockWayland/generated
+wayland-protocol: $(WAYLAND_GENERATED)/ext-session-lock-v1-client.h $(WAYLAND_GENERATED)/ext-session-lock-v1-code.h
+$(WAYLAND_GENERATED)/ext-session-lock-v1-client.h: $(SESSION_LOCK_XML)
+	mkdir -p $(WAYLAND_GENERATED)
+	wayland-scanner client-header $< $@
+$(WAYLAND_GENERATED)/ext-session-lock-v1-code.h: $(SESSION_LOCK_XML)
+	mkdir -p $(WAYLAND_GENERATED)
+	wayland-scanner private-code $< $@
 
 install-packages:
 	@missing=""; for p in $(PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
