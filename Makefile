@@ -82,7 +82,7 @@ HARDEN_LINK := -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps wayland-protocol module ldap-library cli helper locker greeter man completions test demo bench login-syscalls gesture-eval race fuzz killsweep faults valgrind timing tsan \
+.PHONY: all build deps wayland-protocol wayland-test-env module ldap-library cli helper locker greeter man completions test demo bench login-syscalls gesture-eval race fuzz killsweep faults valgrind timing tsan \
 	install install-files install-locker-files install-greeter-files install-packages uninstall deb deb-test clean
 
 all: build
@@ -303,9 +303,19 @@ HERMETIC := bash $(CURDIR)/scripts/hermetic.sh
 # then prints what was running and fails with 124).
 TEST_TIME_LIMIT ?= 1200
 
+# The test compositor's Python (Tests/Wayland/lock-compositor.py): pywlroots 0.17.0 bundles
+# wlroots 0.17 with ext-session-lock-v1 and a headless backend (Debian 12's compositors lack
+# the protocol); pywayland 0.4.17 is the one its bindings were built against.
+WAYLAND_VENV := build/wayland-venv
+wayland-test-env: $(WAYLAND_VENV)/.ready
+$(WAYLAND_VENV)/.ready:
+	/usr/bin/python3 -m venv $(WAYLAND_VENV)
+	$(WAYLAND_VENV)/bin/pip install --quiet --disable-pip-version-check pywlroots==0.17.0 pywayland==0.4.17
+	touch $@
+
 # The whole suite: pure logic, platform (temp dirs), and integration through real libpam
 # against build/pam_puff.so and the debug puff-enroll/harness binaries, in the private /etc.
-test: module helper man
+test: module helper man wayland-test-env
 	mkdir -p build
 	cc -O2 -fno-builtin -Wall -o build/ceil-test Tests/Embedded/ceil-test.c -lm && build/ceil-test
 	$(SWIFT) build --build-tests

@@ -203,6 +203,10 @@ struct PuffLock: ParsableCommand {
     /// until this process says `unlock_and_destroy`, and keeps them covered if it dies. The
     /// authentication child and its standby are watched and replaced as on X11 (`LockGuard`).
     private func guardWayland(_ name: String) throws {
+        // A crash ends this process at once (the Swift runtime's backtracer would hold it for
+        // a debugger that cannot attach): the compositor keeps the session locked, the children
+        // die with it, and a new puff-lock can take the lock over.
+        for crash in [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP] { signal(crash, SIG_DFL) }
         let cover: WaylandCover
         let watcher: LockGuard
         do {

@@ -11,7 +11,7 @@ second lock while a live one exists is refused (`finished`).
 Under the lock sits the "desktop": each output filled with magenta (0xff00ff), so a
 screenshot in which magenta shows is a session that is not covered.
 
-Usage: lock-compositor.py RUNTIME_DIR [WIDTHxHEIGHT ...]
+Usage: lock-compositor.py [--without-session-lock] RUNTIME_DIR [WIDTHxHEIGHT ...]
 It creates RUNTIME_DIR/wayland-puff (the Wayland socket, mode 0666 so the locker may run as
 another user) and RUNTIME_DIR/control (commands, one per connection, a line each way):
 
@@ -21,6 +21,8 @@ another user) and RUNTIME_DIR/control (commands, one per connection, a line each
   remove-output NAME    ok
   down X Y | move X Y | up          the pointer's left button, layout coordinates
   touch-down X Y | touch-move X Y | touch-up
+  drag X Y X Y ...      a stroke with the left button: down, moves, up
+  touch-drag X Y ...    the same with one finger
   type TEXT             digits and lower-case letters, each pressed and released
   key enter|backspace|escape|space
   quit
@@ -68,7 +70,7 @@ def colour(red, green, blue):
 
 
 class Compositor:
-    def __init__(self, runtime, sizes):
+    def __init__(self, runtime, sizes, without_lock=False):
         self.display = Display()
         (self.compositor, self.allocator, self.renderer, self.backend,
          self.subcompositor) = build_compositor(self.display, backend_type=BackendType.HEADLESS)
@@ -91,12 +93,17 @@ class Compositor:
         self.seat.set_capabilities(WlSeat.capability.pointer | WlSeat.capability.keyboard | WlSeat.capability.touch)
         self.keyboard = self.make_keyboard()
 
-        self.lock_manager = SessionLockManagerV1(self.display)
+        if without_lock:
+            # A compositor without the protocol, as Debian 12's are: the locker must refuse.
+            self.lock_manager = None
+        else:
+            self.lock_manager = SessionLockManagerV1(self.display)
         # pywlroots 0.17.0 declares struct wlr_session_lock_v1 8 bytes shorter than the
         # wlroots it bundles (a private field), so its wrapper refuses the lock: the signal is
         # taken raw and the lock's own signals by their offsets (resource, surfaces, then
         # new_surface, unlock, destroy), which the short declaration gets right.
-        self.on(Signal(ptr=ffi.addressof(self.lock_manager._ptr.events.new_lock)), self.new_lock)
+        if self.lock_manager:
+            self.on(Signal(ptr=ffi.addressof(self.lock_manager._ptr.events.new_lock)), self.new_lock)
         self.on(self.backend.new_output_event, self.new_output)
 
         os.environ["XDG_RUNTIME_DIR"] = runtime
@@ -158,7 +165,10 @@ class Compositor:
         output.init_render(self.allocator, self.renderer)
         output.enable()
         output.commit()
-        layout_output = self.layout.add_auto(output)
+        # Side by side from the left, at fixed places: removing one moves no other (add_auto
+        # would lay them out again, away from the scene nodes placed for them).
+        x = max((entry["x"] + entry["w"] for entry in self.outputs.values()), default=0)
+        layout_output = self.layout.add(output, x, 0)
         scene_output = SceneOutput.create(self.scene, output)
         self.scene_layout.add_output(layout_output, scene_output)
         box = self.layout.get_box(output)
@@ -339,7 +349,14 @@ class Compositor:
             entry = self.outputs.get(arguments[0])
             if not entry:
                 return "error no such output"
-            lib.wlr_output_destroy(entry["output"]._ptr)
+            # Not declared by pywlroots; the bundled libwlroots has it (the monitor unplugged).
+            import ctypes
+            import glob
+            import wlroots
+            bundled = glob.glob(os.path.join(os.path.dirname(wlroots.__file__), "..", "pywlroots.libs", "libwlroots-*.so*"))
+            destroy = ctypes.CDLL(bundled[0]).wlr_output_destroy
+            destroy.argtypes = [ctypes.c_void_p]
+            destroy(int(ffi.cast("uintptr_t", entry["output"]._ptr)))
             return "ok"
         if verb in ("down", "move", "up"):
             if verb != "up" and not self.pointer(float(arguments[0]), float(arguments[1])):
@@ -361,6 +378,30 @@ class Compositor:
                 else:
                     self.seat.touch_notify_motion(now_ms(), 0, sx, sy)
             self.seat.touch_notify_frame()
+            return "ok"
+        if verb in ("drag", "touch-drag"):
+            # A whole stroke: down at the first point, through the others, up at the last.
+            points = [(float(arguments[i]), float(arguments[i + 1])) for i in range(0, len(arguments) - 1, 2)]
+            for index, (x, y) in enumerate(points):
+                if verb == "drag":
+                    if not self.pointer(x, y):
+                        return "error no lock surface there"
+                    if index == 0:
+                        self.button(True)
+                else:
+                    found = self.surface_at(x, y)
+                    if not found:
+                        return "error no lock surface there"
+                    if index == 0:
+                        self.seat.touch_notify_down(found[1], now_ms(), 0, found[2], found[3])
+                    else:
+                        self.seat.touch_notify_motion(now_ms(), 0, found[2], found[3])
+                    self.seat.touch_notify_frame()
+            if verb == "drag":
+                self.button(False)
+            else:
+                lib.wlr_seat_touch_notify_up(self.seat._ptr, now_ms(), 0)
+                self.seat.touch_notify_frame()
             return "ok"
         if verb == "type":
             for character in " ".join(arguments):
@@ -400,9 +441,12 @@ class Compositor:
 
 
 def main():
-    runtime = sys.argv[1]
-    sizes = [tuple(int(part) for part in argument.split("x")) for argument in sys.argv[2:]] or [(1280, 800)]
-    Compositor(runtime, sizes).run()
+    arguments = sys.argv[1:]
+    without_lock = "--without-session-lock" in arguments
+    arguments = [argument for argument in arguments if argument != "--without-session-lock"]
+    runtime = arguments[0]
+    sizes = [tuple(int(part) for part in argument.split("x")) for argument in arguments[1:]] or [(1280, 800)]
+    Compositor(runtime, sizes, without_lock).run()
 
 
 if __name__ == "__main__":
