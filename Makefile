@@ -82,7 +82,7 @@ HARDEN_LINK := -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps wayland-protocol wayland-test-env module ldap-library cli helper locker greeter man completions test demo bench login-syscalls gesture-eval race fuzz killsweep faults valgrind timing tsan \
+.PHONY: all build deps wayland-protocol wayland-test-env greetd-test-env module ldap-library cli helper locker greeter man completions test demo bench login-syscalls gesture-eval race fuzz killsweep faults valgrind timing tsan \
 	install install-files install-locker-files install-greeter-files install-packages uninstall deb deb-test clean
 
 all: build
@@ -313,9 +313,19 @@ $(WAYLAND_VENV)/.ready:
 	$(WAYLAND_VENV)/bin/pip install --quiet --disable-pip-version-check pywlroots==0.17.0 pywayland==0.4.17
 	touch $@
 
+# Debian 12's greetd 0.9, unpacked (never installed: its postinst adds an account and a PAM
+# service) for GreetdGreeterTests, which run it in a namespace of their own.
+GREETD_DIR := build/greetd
+greetd-test-env: $(GREETD_DIR)/usr/sbin/greetd
+$(GREETD_DIR)/usr/sbin/greetd:
+	mkdir -p $(GREETD_DIR)/deb
+	cd $(GREETD_DIR)/deb && rm -f greetd_*.deb && apt-get download greetd
+	dpkg -x $(GREETD_DIR)/deb/greetd_*.deb $(GREETD_DIR)
+	touch $@
+
 # The whole suite: pure logic, platform (temp dirs), and integration through real libpam
 # against build/pam_puff.so and the debug puff-enroll/harness binaries, in the private /etc.
-test: module helper man wayland-test-env
+test: module helper man wayland-test-env greetd-test-env
 	mkdir -p build
 	cc -O2 -fno-builtin -Wall -o build/ceil-test Tests/Embedded/ceil-test.c -lm && build/ceil-test
 	$(SWIFT) build --build-tests

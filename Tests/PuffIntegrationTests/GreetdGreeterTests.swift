@@ -5,10 +5,116 @@ import Testing
 /// that speaks greetd's IPC as greetd-ipc(7) describes it and runs the real PAM transaction
 /// (libpam, the built module, a throwaway store) as root, as greetd's worker does; the greeter
 /// runs as `nobody` on an Xvfb display (under greetd it would run in cage, through Xwayland).
-/// Real greetd 0.9 is not used: it wants a VT and a systemd-logind seat for its greeter
-/// (docs/puff-greeter.md).
+/// And under Debian 12's real greetd 0.9 (unpacked into build/greetd by `make greetd-test-env`),
+/// run as root in a namespace of its own with `vt = "current"` and `switch = false` (no VT is
+/// taken), its PAM services bound over /etc/pam.d there (Tests/Greeter/greetd-seat.sh).
 @Suite(.serialized)
 struct GreetdGreeterTests {
+    static var greetdBinary: String { Artefacts.repository.appendingPathComponent("build/greetd/usr/sbin/greetd").path }
+    static let seatScript = Artefacts.repository.appendingPathComponent("Tests/Greeter/greetd-seat.sh").path
+
+    /// greetd 0.9 itself: the greeter (puff-greeter --greetd as `nobody`, on `server`) and the
+    /// user's session (a script that writes the account's name in markers/session).
+    final class RealGreetd {
+        let work: String
+        let pid: pid_t
+        var greeterLog: String { (try? String(contentsOfFile: work + "/greeter.log", encoding: .utf8)) ?? "" }
+        var greetdLog: String { (try? String(contentsOfFile: work + "/greetd.log", encoding: .utf8)) ?? "" }
+
+        init(fixture: Fixture, server: LockScreenTests.XServer) throws {
+            guard FileManager.default.isExecutableFile(atPath: GreetdGreeterTests.greetdBinary) else {
+                throw PadTestError("no greetd at \(GreetdGreeterTests.greetdBinary): run `make greetd-test-env`")
+            }
+            var template = Array("/tmp/puff-it-greetd-XXXXXX".utf8CString)
+            guard let made = mkdtemp(&template) else { throw PadTestError("mkdtemp") }
+            let work = String(cString: made)
+            self.work = work
+            chmod(work, 0o755)
+            for directory in ["sessions", "markers", "pam.d"] {
+                try FileManager.default.createDirectory(atPath: work + "/" + directory, withIntermediateDirectories: true)
+            }
+            chmod(work + "/markers", 0o1777)
+            func write(_ name: String, _ text: String, mode: Int = 0o644) throws {
+                try text.write(toFile: work + "/" + name, atomically: false, encoding: .utf8)
+                chmod(work + "/" + name, mode_t(mode))
+            }
+            let auth = try String(contentsOfFile: fixture.pamDirectory + "/puff-test", encoding: .utf8)
+                .split(separator: "\n").filter { $0.hasPrefix("auth") }.joined(separator: "\n")
+            try write("pam.d/greetd", auth + "\naccount required pam_permit.so\nsession required pam_permit.so\n")
+            try write("pam.d/greetd-greeter", "auth required pam_permit.so\naccount required pam_permit.so\nsession required pam_permit.so\n")
+            try write("session.sh", "#!/bin/sh\nid -un > \(work)/markers/session\n", mode: 0o755)
+            try write("sessions/puff-test.desktop", "[Desktop Entry]\nName=Puff test session\nExec=\(work)/session.sh\n")
+            try write("greeter.log", "", mode: 0o666)
+            try write("greeter.sh", "#!/bin/sh\nexec /usr/bin/env DISPLAY=\(server.display) '\(GreeterTests.greeterBinary)' --greetd "
+                      + "--dir '\(fixture.etc)' --print-layout --sessions '\(work)/sessions' 2>>'\(work)/greeter.log'\n", mode: 0o755)
+            try write("config.toml", """
+                [terminal]
+                vt = "current"
+                switch = false
+
+                [general]
+                runfile = "\(work)/runfile"
+                source_profile = false
+
+                [default_session]
+                command = "\(work)/greeter.sh"
+                user = "nobody"
+
+                """)
+            pid = try TmuxPane.spawn("/bin/sh", ["sh", "-c", "exec /usr/bin/unshare --mount --propagation private '\(GreetdGreeterTests.seatScript)' "
+                + "'\(GreetdGreeterTests.greetdBinary)' '\(work)' > '\(work)/greetd.log' 2>&1"])
+        }
+
+        deinit {
+            kill(pid, SIGTERM)
+            for _ in 0..<40 where childIsRunning(pid) { usleep(50_000) }
+            kill(pid, SIGKILL)
+            _ = try? TmuxPane.wait(pid)
+            try? FileManager.default.removeItem(atPath: work)
+        }
+
+        func waitFor(_ needle: String, count: Int = 1, timeout: Double = 30) -> Bool {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if greeterLog.components(separatedBy: needle).count - 1 >= count { return true }
+                usleep(50_000)
+            }
+            return false
+        }
+
+        func marker(timeout: Double = 30) -> String? {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if let text = try? String(contentsOfFile: work + "/markers/session", encoding: .utf8), !text.isEmpty { return text }
+                usleep(100_000)
+            }
+            return nil
+        }
+    }
+
+    @Test func aPuffUserLogsInThroughRealGreetd() throws {
+        let user = try GreeterTests.account("puff-it-gr-gina")
+        let fixture = try GreeterTests.enrolledStore(user)
+        let server = try LockScreenTests.XServer()
+        let greetd = try RealGreetd(fixture: fixture, server: server)
+        #expect(greetd.waitFor("users ready"), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        try server.xdotool(["type", "--delay", "30", user])
+        try server.xdotool(["key", "Return"])
+        #expect(greetd.waitFor("screen ready"), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        try server.xdotool(["type", "--delay", "30", "111333"])
+        try server.xdotool(["key", "Return"])
+        #expect(greetd.waitFor("screen ready", count: 2), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        #expect(greetd.greeterLog.contains(GreeterTests.passcodeRefusal), "\(greetd.greeterLog)")
+        #expect(try fixture.failures(user) == 1)
+        try Self.screenshot(server, "real-wrong-passcode")
+        #expect(greetd.marker(timeout: 0.5) == nil)
+        try LockScreenTests.draw(server, layoutText: greetd.greeterLog, GestureLoginTests.genuine)
+        try Self.screenshot(server, "real-right-drawn")
+        try server.xdotool(["key", "Return"])
+        #expect(greetd.marker() == user + "\n", "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        #expect(try fixture.failures(user) == 0)
+    }
+
     static let serverScript = Artefacts.repository.appendingPathComponent("Tests/Greeter/greetd-server.py").path
 
     final class Greetd {
