@@ -480,6 +480,9 @@ install-greeter-files:
 	install -m 0755 build/puff-greeter $(DESTDIR)$(BINDIR)/puff-greeter
 	sed 's|^Exec=puff-greeter|Exec=$(BINDIR)/puff-greeter|' data/puff-greeter.desktop > $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop
 	chmod 0644 $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop
+	install -d $(DESTDIR)$(SHAREDIR)/doc/puff-greeter/examples
+	sed 's|@BINDIR@|$(BINDIR)|' data/greetd-config.toml > $(DESTDIR)$(SHAREDIR)/doc/puff-greeter/examples/greetd-config.toml
+	chmod 0644 $(DESTDIR)$(SHAREDIR)/doc/puff-greeter/examples/greetd-config.toml
 	for page in $(GREETER_MANPAGES); do install -m 0644 build/man/$$page $(DESTDIR)$(MANDIR)/man$${page##*.}/$$page; done
 
 # Removes what `make install` put in place; the enrollments and counters stay (say so).
@@ -489,7 +492,8 @@ uninstall:
 		$(DESTDIR)$(USERBINDIR)/puff-pad $(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-pad \
 		$(DESTDIR)$(SHAREDIR)/pam-configs/puff $(DESTDIR)$(SHAREDIR)/pam-configs/puff-authsucc \
 		$(DESTDIR)$(USERBINDIR)/puff-lock $(DESTDIR)/etc/pam.d/puff-lock \
-		$(DESTDIR)$(BINDIR)/puff-greeter $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop
+		$(DESTDIR)$(BINDIR)/puff-greeter $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop \
+		$(DESTDIR)$(SHAREDIR)/doc/puff-greeter/examples/greetd-config.toml
 	for page in $(MANPAGES) $(LOCKER_MANPAGES) $(GREETER_MANPAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${page##*.}/$$page; done
 	for tool in puff-enroll puff-pad puff-lock; do rm -f $(DESTDIR)$(SHAREDIR)/bash-completion/completions/$$tool \
 		$(DESTDIR)$(SHAREDIR)/zsh/vendor-completions/_$$tool $(DESTDIR)$(SHAREDIR)/fish/vendor_completions.d/$$tool.fish; done

@@ -262,12 +262,19 @@ struct WaylandLockTests {
         #expect(locker.waitFor("is ready", timeout: 20), "no standby: \(locker.text)")
         let first = try #require(locker.children.last)
         let readyBefore = locker.text.components(separatedBy: "screen ready").count - 1
+        // From the harm to the new child's `screen ready` line, watched every 5 ms on a thread.
+        let drawn = LogStopwatch(log: locker.log, needle: "screen ready", count: readyBefore + 1, timeout: 20)
+        let harmedAt = Date()
         #expect(kill(first, signal) == 0)
         try compositor.command("type 12")
         #expect(compositor.state == "locked")
         #expect(try compositor.showsLockSurface(name: "wayland-lock-child-\(name)-gap"))
         #expect(try compositor.showsLockSurface("HEADLESS-2", name: "wayland-lock-child-\(name)-gap-2"))
         #expect(locker.waitFor("screen ready", count: readyBefore + 1, timeout: 20), "\(name): no new child drew: \(locker.text)")
+        if let drawnAt = drawn.result() {
+            LockCrashTests.record("wayland \(name): new authentication process drawing \(Int((drawnAt.timeIntervalSince(harmedAt) * 1000).rounded())) ms after the harm",
+                                  file: "wayland-lock-crash-times.txt")
+        }
         #expect(locker.children.count == 2 && locker.children.last != first, "\(locker.text)")
         usleep(300_000)
         #expect(try compositor.showsLockSurface(name: "wayland-lock-child-\(name)-replaced"))
