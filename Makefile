@@ -70,14 +70,14 @@ DEMO_DEPS   := gcc libc6-dev libpam0g-dev libsodium-dev libaudit-dev libldap2-de
 # `make build`: also the pictures (stb), the terminal pad (chafa), the lock screen (X11, cairo),
 # the greeter's library (not the LightDM daemon) and the man pages.
 BUILD_DEPS  := $(DEMO_DEPS) pkg-config libstb-dev libchafa-dev libglib2.0-dev libx11-dev libxi-dev libxrandr-dev libcairo2-dev \
-	liblightdm-gobject-dev scdoc
+	liblightdm-gobject-dev scdoc libwayland-dev wayland-protocols libxkbcommon-dev
 # `make test`: the servers and tools the suite starts itself (sshd, slapd, swtpm, Xvfb, LightDM
 # in test mode, Xephyr), none of them enabled; fail2ban-regex reads the log lines of real logins
 # with the shipped filter (docs/fail2ban).
 TEST_DEPS   := $(BUILD_DEPS) pamtester libpam-modules libpam-modules-bin strace openssh-server openssh-client sshpass tmux \
 	openssl slapd ldap-utils swtpm swtpm-tools tpm2-tools fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils \
 	x11-xserver-utils xinput lightdm xserver-xephyr dbus-daemon \
-	fail2ban
+	fail2ban python3-venv grim
 # The campaigns (killsweep, faults, timing, login-syscalls, bench): tracing, the TPM simulator,
 # an ssh server for the timing through sshd.
 CAMPAIGN_DEPS := $(DEMO_DEPS) pamtester strace swtpm swtpm-tools tpm2-tools openssh-server openssh-client
@@ -99,7 +99,7 @@ HARDEN_LINK := -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps demo-deps test-deps campaign-deps valgrind-deps module ldap-library cli helper locker greeter man completions test demo bench login-syscalls gesture-eval race fuzz killsweep faults valgrind timing tsan \
+.PHONY: all build deps demo-deps test-deps campaign-deps valgrind-deps wayland-protocol wayland-test-env greetd-test-env module ldap-library cli helper locker greeter man completions test demo bench login-syscalls gesture-eval race fuzz killsweep faults valgrind timing tsan \
 	install install-files install-locker-files install-greeter-files install-packages uninstall deb deb-test clean
 
 all: build
@@ -108,6 +108,7 @@ all: build
 # no service started now or enabled for the next boot (scripts/install-packages.sh).
 deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BUILD_DEPS)"
+	@$(MAKE) --no-print-directory wayland-protocol
 demo-deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEMO_DEPS)"
 test-deps:
@@ -117,6 +118,19 @@ campaign-deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(CAMPAIGN_DEPS)"
 valgrind-deps:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(VALGRIND_DEPS)"
+
+# puff-lock's Wayland client code, generated from wayland-protocols' XML by wayland-scanner
+# (Sources/CLockWayland/wayland.c includes it when present; without it, Wayland is refused).
+WAYLAND_PROTOCOLS := $(shell pkg-config --variable=pkgdatadir wayland-protocols 2>/dev/null || echo /usr/share/wayland-protocols)
+SESSION_LOCK_XML  := $(WAYLAND_PROTOCOLS)/staging/ext-session-lock/ext-session-lock-v1.xml
+WAYLAND_GENERATED := Sources/CLockWayland/generated
+wayland-protocol: $(WAYLAND_GENERATED)/ext-session-lock-v1-client.h $(WAYLAND_GENERATED)/ext-session-lock-v1-code.h
+$(WAYLAND_GENERATED)/ext-session-lock-v1-client.h: $(SESSION_LOCK_XML)
+	mkdir -p $(WAYLAND_GENERATED)
+	wayland-scanner client-header $< $@
+$(WAYLAND_GENERATED)/ext-session-lock-v1-code.h: $(SESSION_LOCK_XML)
+	mkdir -p $(WAYLAND_GENERATED)
+	wayland-scanner private-code $< $@
 
 install-packages:
 	@APT_OPTIONS="$(APT_OPTIONS)" bash scripts/install-packages.sh $(PACKAGES)
@@ -320,9 +334,29 @@ HERMETIC := bash $(CURDIR)/scripts/hermetic.sh
 # then prints what was running and fails with 124).
 TEST_TIME_LIMIT ?= 1200
 
+# The test compositor's Python (Tests/Wayland/lock-compositor.py): pywlroots 0.17.0 bundles
+# wlroots 0.17 with ext-session-lock-v1 and a headless backend (Debian 12's compositors lack
+# the protocol); pywayland 0.4.17 is the one its bindings were built against.
+WAYLAND_VENV := build/wayland-venv
+wayland-test-env: $(WAYLAND_VENV)/.ready
+$(WAYLAND_VENV)/.ready:
+	/usr/bin/python3 -m venv $(WAYLAND_VENV)
+	$(WAYLAND_VENV)/bin/pip install --quiet --disable-pip-version-check pywlroots==0.17.0 pywayland==0.4.17
+	touch $@
+
+# Debian 12's greetd 0.9, unpacked (never installed: its postinst adds an account and a PAM
+# service) for GreetdGreeterTests, which run it in a namespace of their own.
+GREETD_DIR := build/greetd
+greetd-test-env: $(GREETD_DIR)/usr/sbin/greetd
+$(GREETD_DIR)/usr/sbin/greetd:
+	mkdir -p $(GREETD_DIR)/deb
+	cd $(GREETD_DIR)/deb && rm -f greetd_*.deb && apt-get download greetd
+	dpkg -x $(GREETD_DIR)/deb/greetd_*.deb $(GREETD_DIR)
+	touch $@
+
 # The whole suite: pure logic, platform (temp dirs), and integration through real libpam
 # against build/pam_puff.so and the debug puff-enroll/harness binaries, in the private /etc.
-test: test-deps module helper man $(GNOME_KEYRING_PAM)
+test: test-deps wayland-protocol module helper man $(GNOME_KEYRING_PAM) wayland-test-env greetd-test-env
 	mkdir -p build
 	cc -O2 -fno-builtin -Wall -o build/ceil-test Tests/Embedded/ceil-test.c -lm && build/ceil-test
 	$(SWIFT) build --build-tests
@@ -482,6 +516,9 @@ install-greeter-files:
 	install -m 0755 build/puff-greeter $(DESTDIR)$(BINDIR)/puff-greeter
 	sed 's|^Exec=puff-greeter|Exec=$(BINDIR)/puff-greeter|' data/puff-greeter.desktop > $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop
 	chmod 0644 $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop
+	install -d $(DESTDIR)$(SHAREDIR)/doc/puff-greeter/examples
+	sed 's|@BINDIR@|$(BINDIR)|' data/greetd-config.toml > $(DESTDIR)$(SHAREDIR)/doc/puff-greeter/examples/greetd-config.toml
+	chmod 0644 $(DESTDIR)$(SHAREDIR)/doc/puff-greeter/examples/greetd-config.toml
 	for page in $(GREETER_MANPAGES); do install -m 0644 build/man/$$page $(DESTDIR)$(MANDIR)/man$${page##*.}/$$page; done
 
 # Removes what `make install` put in place; the enrollments and counters stay (say so).
@@ -491,7 +528,8 @@ uninstall:
 		$(DESTDIR)$(USERBINDIR)/puff-pad $(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-pad \
 		$(DESTDIR)$(SHAREDIR)/pam-configs/puff $(DESTDIR)$(SHAREDIR)/pam-configs/puff-authsucc \
 		$(DESTDIR)$(USERBINDIR)/puff-lock $(DESTDIR)/etc/pam.d/puff-lock \
-		$(DESTDIR)$(BINDIR)/puff-greeter $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop
+		$(DESTDIR)$(BINDIR)/puff-greeter $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop \
+		$(DESTDIR)$(SHAREDIR)/doc/puff-greeter/examples/greetd-config.toml
 	for page in $(MANPAGES) $(LOCKER_MANPAGES) $(GREETER_MANPAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${page##*.}/$$page; done
 	for tool in puff-enroll puff-pad puff-lock; do rm -f $(DESTDIR)$(SHAREDIR)/bash-completion/completions/$$tool \
 		$(DESTDIR)$(SHAREDIR)/zsh/vendor-completions/_$$tool $(DESTDIR)$(SHAREDIR)/fish/vendor_completions.d/$$tool.fish; done

@@ -1,3 +1,4 @@
+import CLockWayland
 import Glibc
 import PuffPlatform
 
@@ -19,6 +20,9 @@ package enum LockChannel {
         case locked = 16
         /// Are you alive? (answered by `pong` from the child's event loop)
         case ping
+        /// Wayland: the size of the output the lock screen is drawn on (two `UInt32` at
+        /// offset 8), sent at the start and whenever it changes; the child draws at that size.
+        case configure
         // Child → parent.
         /// PAM started: the parent may lock (sent once, before the first prompt).
         case started = 32
@@ -29,6 +33,12 @@ package enum LockChannel {
         case busy
         /// pam_authenticate succeeded; the child exits 0 next. The parent unlocks only on both.
         case success
+        /// Wayland: the child's two frames, a sealed memfd passed with the record (width,
+        /// height and stride as `UInt32` at offsets 8, 12 and 16), which the parent shares
+        /// with the compositor.
+        case frames
+        /// Wayland: frame 0 or 1 (the second byte) is drawn; the parent shows it.
+        case frame
     }
 
     package static let recordSize = 32
@@ -57,6 +67,27 @@ package enum LockChannel {
 
         /// A `busy` record's reason (PAM when the byte is unknown: the longer allowance).
         package var busyReason: BusyReason { withUnsafeBytes(of: bytes) { BusyReason(rawValue: $0[1]) ?? .pam } }
+
+        /// The three `UInt32` at offsets 8, 12 and 16 (`configure`, `frames`).
+        package var sizes: (UInt32, UInt32, UInt32) {
+            withUnsafeBytes(of: bytes) {
+                ($0.load(fromByteOffset: 8, as: UInt32.self), $0.load(fromByteOffset: 12, as: UInt32.self),
+                 $0.load(fromByteOffset: 16, as: UInt32.self))
+            }
+        }
+
+        /// A record of `kind` carrying three sizes.
+        package init(kind: Kind, sizes: (UInt32, UInt32, UInt32)) {
+            self.init(kind: kind)
+            withUnsafeMutableBytes(of: &bytes) {
+                $0.storeBytes(of: sizes.0, toByteOffset: 8, as: UInt32.self)
+                $0.storeBytes(of: sizes.1, toByteOffset: 12, as: UInt32.self)
+                $0.storeBytes(of: sizes.2, toByteOffset: 16, as: UInt32.self)
+            }
+        }
+
+        /// The record's second byte (`frame`'s index).
+        package var detail: UInt8 { withUnsafeBytes(of: bytes) { $0[1] } }
 
         package var point: (Double, Double) {
             withUnsafeBytes(of: bytes) { ($0.load(fromByteOffset: 8, as: Double.self), $0.load(fromByteOffset: 16, as: Double.self)) }
@@ -157,19 +188,35 @@ package enum LockChannel {
         case closed
     }
 
-    /// Reads one record without blocking. A packet of another size is dropped.
-    package static func receive(_ fd: Int32) -> Received {
+    /// Reads one record without blocking. A packet of another size is dropped. A descriptor
+    /// that came with the record is stored in `descriptor` when the caller asks for it (the
+    /// caller closes it), and closed otherwise.
+    package static func receive(_ fd: Int32, descriptor: UnsafeMutablePointer<Int32>? = nil) -> Received {
         var record = Record()
+        descriptor?.pointee = -1
         while true {
-            let got = withUnsafeMutableBytes(of: &record.bytes) { recv(fd, $0.baseAddress, recordSize, Int32(MSG_DONTWAIT)) }
+            var passed: Int32 = -1
+            let got = withUnsafeMutableBytes(of: &record.bytes) { puff_receive_with_descriptor(fd, $0.baseAddress, recordSize, &passed) }
             if got < 0 && errno == EINTR { continue }
             if got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .nothing }
+            if got != recordSize || descriptor == nil, passed >= 0 {
+                close(passed)
+                passed = -1
+            }
             if got <= 0 { return .closed }
             if got != recordSize {
                 record.wipe()
                 continue
             }
+            descriptor?.pointee = passed
             return .record(record)
         }
+    }
+
+    /// Sends a record with a descriptor (SCM_RIGHTS) without blocking; false when not sent.
+    @discardableResult
+    package static func send(_ fd: Int32, _ record: inout Record, descriptor: Int32) -> Bool {
+        defer { record.wipe() }
+        return withUnsafeBytes(of: record.bytes) { puff_send_with_descriptor(fd, $0.baseAddress, recordSize, descriptor) } == 0
     }
 }

@@ -45,6 +45,8 @@ package struct TypedBytes {
     package var storage: (UInt64, UInt64) = (0, 0)
     package var count = 0
 
+    package init() {}
+
     package subscript(index: Int) -> UInt8 {
         withUnsafeBytes(of: storage) { $0[index] }
     }

@@ -87,13 +87,16 @@ package struct TemplateOverlay {
 /// Draws the lock screen with cairo into an off-screen pixmap, then copies it to the window
 /// in one request (no flicker). The picture is scaled once per layout and cached.
 package final class LockRenderer {
-    private let display: LockDisplay
+    /// X11: the window drawn into; nil on Wayland.
+    private let display: LockDisplay?
+    /// Wayland: the frames handed to the locking parent; nil on X11.
+    private let frames: LockFrames?
     private var pixmap: Pixmap = 0
     private var surface: OpaquePointer?
     private var size = (width: 0, height: 0)
     private var scaledPicture: OpaquePointer?
     private var scaledFor: LockRect?
-    private let gc: GC
+    private let gc: GC?
     /// The colours.
     package var theme = LockTheme.dark
     /// A pixmap of the screen as it was before it was covered (`--translucent`): shown
@@ -112,18 +115,34 @@ package final class LockRenderer {
 
     package init(display: LockDisplay) {
         self.display = display
+        frames = nil
         gc = XCreateGC(display.display, display.window, 0, nil)
+    }
+
+    /// Draws into the frames of puff-lock's Wayland child.
+    package init(frames: LockFrames) {
+        display = nil
+        self.frames = frames
+        gc = nil
     }
 
     deinit {
         if let blurred { cairo_surface_destroy(blurred) }
         if let scaledPicture { cairo_surface_destroy(scaledPicture) }
         if let surface { cairo_surface_destroy(surface) }
-        if pixmap != 0 { XFreePixmap(display.display, pixmap) }
-        XFreeGC(display.display, gc)
+        if let display {
+            if pixmap != 0 { XFreePixmap(display.display, pixmap) }
+            if let gc { XFreeGC(display.display, gc) }
+        }
     }
 
     private func ensureBuffer() -> OpaquePointer? {
+        if let frames {
+            let canvas = frames.canvas()
+            size = (frames.width, frames.height)
+            return canvas
+        }
+        guard let display else { return nil }
         let wanted = (display.width, display.height)
         if surface != nil && size == wanted { return surface }
         if let surface { cairo_surface_destroy(surface) }
@@ -165,8 +184,12 @@ package final class LockRenderer {
         drawRows(cr, scene)
         for (button, rect) in layout.buttons { drawButton(cr, button, rect, scene: scene, strokes: strokes) }
         cairo_surface_flush(surface)
-        XCopyArea(display.display, pixmap, display.window, gc, 0, 0, UInt32(size.width), UInt32(size.height), 0, 0)
-        XFlush(display.display)
+        if let frames {
+            frames.present()
+        } else if let display, let gc {
+            XCopyArea(display.display, pixmap, display.window, gc, 0, 0, UInt32(size.width), UInt32(size.height), 0, 0)
+            XFlush(display.display)
+        }
     }
 
     private func setColour(_ cr: OpaquePointer, _ colour: LockTheme.Colour) {
@@ -178,7 +201,7 @@ package final class LockRenderer {
     private func drawBackground(_ cr: OpaquePointer) {
         setColour(cr, theme.background)
         cairo_paint(cr)
-        guard let backdrop else { return }
+        guard let backdrop, let display else { return }
         if blurred == nil || blurredFor != size {
             if let blurred { cairo_surface_destroy(blurred) }
             blurred = nil

@@ -16,7 +16,7 @@ import PuffPlatform
 /// submitted by itself except a fixed-length passcode at its last digit. A drawn gesture and
 /// a typed passcode never coexist: starting one wipes the other.
 package final class LockSession: PAMConversation {
-    package let display: LockDisplay
+    package let display: any LockScreenDisplay
     package let user: String
     package let picture: LockPicture?
     package let printLayout: Bool
@@ -58,7 +58,7 @@ package final class LockSession: PAMConversation {
     /// `title`: the bar's title (default `Locked: USER`); `cancellable`: whether Esc on an empty
     /// screen or closing the window cancels a prompt (default: when a title is given, as for
     /// `--draw`).
-    package init(display: LockDisplay, user: String, picture: LockPicture?, printLayout: Bool,
+    package init(display: any LockScreenDisplay, user: String, picture: LockPicture?, printLayout: Bool,
                  title: String? = nil, cancellable: Bool? = nil) {
         self.display = display
         self.user = user
@@ -66,7 +66,7 @@ package final class LockSession: PAMConversation {
         self.cancellable = cancellable ?? (title != nil)
         self.picture = picture
         self.printLayout = printLayout
-        renderer = LockRenderer(display: display)
+        renderer = display.makeRenderer()
     }
 
     /// What the current screen asks for.
@@ -443,7 +443,7 @@ package final class LockSession: PAMConversation {
                 var checking = scene()
                 checking.hint = cancellable && submitLabel == nil ? "" : "Checking…"
                 renderer.draw(checking, layout: layout, picture: picture, strokes: strokes)
-                XSync(display.display, 0)
+                display.sync()
                 display.busy()
                 return submitted
             }

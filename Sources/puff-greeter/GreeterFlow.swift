@@ -15,12 +15,12 @@ import PuffScreen
 /// else); Esc on an empty screen goes back to the user list.
 final class GreeterFlow {
     let display: LockDisplay
-    let connection: LightDMConnection
+    let connection: any GreeterDaemon
     let directory: String
     let printLayout: Bool
     let chooser: UserChooser
 
-    init(display: LockDisplay, connection: LightDMConnection, directory: String, printLayout: Bool) {
+    init(display: LockDisplay, connection: any GreeterDaemon, directory: String, printLayout: Bool) {
         self.display = display
         self.connection = connection
         self.directory = directory
@@ -28,7 +28,7 @@ final class GreeterFlow {
         let sessions = connection.sessions
         chooser = UserChooser(display: display, users: connection.users, sessions: sessions.choices,
                               defaultSession: sessions.defaultKey, selectedUser: connection.selectedUserHint,
-                              host: LightDMConnection.hostName, printLayout: printLayout)
+                              host: connection.hostName, printLayout: printLayout)
     }
 
     func run() -> Never {
@@ -65,10 +65,10 @@ final class GreeterFlow {
     /// back to the list (false).
     private func authenticate(_ name: String) -> Bool {
         let shownName = chooser.users.first { $0.name == name }?.displayName ?? name
-        let host = LightDMConnection.hostName
+        let host = connection.hostName
         let session = LockSession(display: display, user: name, picture: picture(for: name), printLayout: printLayout,
                                   title: host.isEmpty ? shownName : "\(shownName) · \(host)", cancellable: true)
-        session.gestureBudget = LightDMConnection.answerBudget
+        session.gestureBudget = connection.answerBudget
         session.submitLabel = "✓ Log in"
         session.showsClock = true
         do {

@@ -29,6 +29,29 @@ struct UserChoice: Equatable {
     var displayName: String
 }
 
+/// The display manager the greeter answers: LightDM (`LightDMConnection`) or greetd
+/// (`GreetdConnection`, `--greetd`). Either runs PAM itself and relays the conversation.
+protocol GreeterDaemon: AnyObject {
+    /// The longest answer that can be sent (a gesture is compacted to fit).
+    var answerBudget: Int { get }
+    var users: [UserChoice] { get }
+    var sessions: (choices: [SessionChoice], defaultKey: String?) { get }
+    var selectedUserHint: String? { get }
+    var hostName: String { get }
+    var isAuthenticated: Bool { get }
+    func authenticate(_ name: String) throws(GreeterError)
+    func next() -> DaemonSignal
+    func respond(_ answer: SecretBuffer) throws(GreeterError)
+    func cancel()
+    func startSession(_ session: String?) throws(GreeterError)
+    func waitToBeStopped() -> Never
+}
+
+extension LightDMConnection: GreeterDaemon {
+    var answerBudget: Int { Self.answerBudget }
+    var hostName: String { Self.hostName }
+}
+
 /// The greeter's link to the LightDM daemon, through liblightdm-gobject-1: the connection,
 /// the authentication conversation, and the session start. The library's signals are queued
 /// as `DaemonSignal`s and read with `next()`, which runs GLib's default main context until

@@ -18,6 +18,8 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 
 var directory = "/etc/puff"
 var printLayout = false
+var greetd = false
+var sessionDirectory: String?
 var remaining = arguments.makeIterator()
 while let argument = remaining.next() {
     switch argument {
@@ -29,14 +31,23 @@ while let argument = remaining.next() {
         directory = value
     case "--print-layout":
         printLayout = true
+    case "--greetd":
+        greetd = true
+    case "--sessions":
+        guard let value = remaining.next(), value.hasPrefix("/") else {
+            Report.warn("--sessions takes an absolute path")
+            exit(2)
+        }
+        sessionDirectory = value
     case "--version":
         print("puff-greeter \(BuildInfo.version)")
         exit(0)
     case "--help", "-h":
         print("""
-            usage: puff-greeter [--dir DIRECTORY] [--print-layout]
+            usage: puff-greeter [--greetd [--sessions DIRECTORY]] [--dir DIRECTORY] [--print-layout]
             A LightDM greeter for Puff's picture password and passcode; LightDM starts it
-            (greeter-session=puff-greeter). See puff-greeter(8).
+            (greeter-session=puff-greeter). With --greetd it speaks greetd's IPC over
+            $GREETD_SOCK instead (an X11 client: under cage, through Xwayland). See puff-greeter(8).
             """)
         exit(0)
     default:
@@ -56,7 +67,13 @@ signal(SIGPIPE, SIG_IGN)
 
 do {
     let display = try LockDisplay()
-    let connection = try LightDMConnection()
+    let connection: any GreeterDaemon
+    if greetd {
+        // --sessions: the sessions' .desktop files (Wayland ones) instead of the system's.
+        connection = try sessionDirectory.map { try GreetdConnection(sessionDirectories: [($0, "wayland")]) } ?? GreetdConnection()
+    } else {
+        connection = try LightDMConnection()
+    }
     display.show()
     GreeterFlow(display: display, connection: connection, directory: directory, printLayout: printLayout).run()
 } catch {

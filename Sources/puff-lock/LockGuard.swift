@@ -4,6 +4,31 @@ import PuffClient
 import PuffPlatform
 import PuffScreen
 
+/// What the locking parent holds the screen with: X11's covering windows and grabs
+/// (`LockDisplay`) or a Wayland session lock (`WaylandCover`).
+protocol LockCover: AnyObject {
+    /// The next input event (or a change of the screens), waiting at most `timeout` seconds;
+    /// nil on timeout or when one of `wakeDescriptors` is readable.
+    func nextEvent(timeout: Double?) -> LockEvent?
+    var wakeDescriptors: [Int32] { get set }
+    /// The child's arguments that say where it draws (`--embed WINDOW`, `--frames`).
+    var childEmbedding: [String] { get }
+    /// A new child's socket, or a new screen size for both: what the child must know before
+    /// it draws (Wayland: the lock screen's size).
+    func introduce(_ socket: Int32)
+    /// A record of a kind the guard does not handle itself, with the descriptor that came with
+    /// it (or -1), which this call owns.
+    func childSaid(_ record: LockChannel.Record, descriptor: Int32, fromActive: Bool)
+}
+
+extension LockDisplay: LockCover {
+    var childEmbedding: [String] { ["--embed", String(window)] }
+    func introduce(_ socket: Int32) {}
+    func childSaid(_ record: LockChannel.Record, descriptor: Int32, fromActive: Bool) {
+        if descriptor >= 0 { close(descriptor) }
+    }
+}
+
 /// The locking parent: holds the grabs and the covering windows, forwards the input to the
 /// active authentication child (which draws and runs PAM in a window inside the parent's), and
 /// unlocks only when that child said `success` *and* exited with status 0. A child that dies
@@ -56,7 +81,7 @@ final class LockGuard {
         var activeSince: Double?
     }
 
-    private let display: LockDisplay
+    private let display: any LockCover
     /// The child's command line after the program (its window id is added at each start).
     private let childArguments: [String]
     private let signals: Int32
@@ -76,7 +101,7 @@ final class LockGuard {
     /// Children that would not die at once after SIGKILL (in the kernel): reaped later.
     private var abandoned: [pid_t] = []
 
-    init(display: LockDisplay, childArguments: [String]) throws(StartError) {
+    init(display: any LockCover, childArguments: [String]) throws(StartError) {
         self.display = display
         self.childArguments = childArguments
         signals = puff_child_signals()
@@ -117,6 +142,10 @@ final class LockGuard {
     func run() {
         while true {
             if let event = display.nextEvent(timeout: Self.pingSeconds) {
+                if case .screensChanged = event {
+                    // Wayland: the lock screen's output changed size; both children draw at it.
+                    for child in [active, standby].compactMap({ $0 }) { display.introduce(child.socket) }
+                }
                 forward(event)
             }
             readChildren()
@@ -155,7 +184,8 @@ final class LockGuard {
 
     private func read(_ child: inout Child, isActive: Bool) {
         while true {
-            switch LockChannel.receive(child.socket) {
+            var descriptor: Int32 = -1
+            switch LockChannel.receive(child.socket, descriptor: &descriptor) {
             case .nothing, .closed:
                 // Closed: the child is ending; its status decides (reapChildren).
                 return
@@ -178,8 +208,12 @@ final class LockGuard {
                     } else {
                         Report.warn("the standby authentication process \(child.pid) said it succeeded; ignored")
                     }
-                default: break
+                default:
+                    // Wayland: the frames and which one is drawn, shown only for the active child.
+                    display.childSaid(record, descriptor: descriptor, fromActive: isActive && child.activeSince != nil)
+                    descriptor = -1
                 }
+                if descriptor >= 0 { close(descriptor) }
                 record.wipe()
             }
         }
@@ -391,7 +425,7 @@ final class LockGuard {
             return nil
         }
         defer { posix_spawnattr_destroy(&attributes) }
-        let arguments = ["puff-lock", "--auth-child", "--embed", String(display.window)] + childArguments
+        let arguments = ["puff-lock", "--auth-child"] + display.childEmbedding + childArguments
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
@@ -406,6 +440,7 @@ final class LockGuard {
         _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
         starts.append(now)
         let child = Child(pid: pid, socket: pair[0], startedAt: now)
+        display.introduce(pair[0])
         display.wakeDescriptors = display.wakeDescriptors + [pair[0]]
         return child
     }

@@ -103,11 +103,19 @@ struct PuffLock: ParsableCommand {
     @Option(name: .customLong("embed"), help: .hidden)
     var embed: UInt?
 
+    /// The Wayland authentication process: draws into frames it passes to the parent.
+    @Flag(name: .customLong("frames"), help: .hidden)
+    var frames = false
+
+    @Option(help: "Where to lock: x11, wayland (ext-session-lock-v1), or auto (wayland when WAYLAND_DISPLAY is set, else x11).")
+    var backend = "auto"
+
     func validate() throws {
         guard grabTimeout >= 0, grabTimeout <= 60 else { throw ValidationError("--grab-timeout must be 0 to 60 seconds") }
         guard !(draw && show) else { throw ValidationError("--draw and --show exclude each other") }
         guard ["auto", "light", "dark"].contains(theme) else { throw ValidationError("--theme is light, dark or auto") }
-        guard authChild == (embed != nil), !(authChild && (draw || show)) else {
+        guard ["auto", "x11", "wayland"].contains(backend) else { throw ValidationError("--backend is x11, wayland or auto") }
+        guard authChild == (embed != nil || frames), !(embed != nil && frames), !(authChild && (draw || show)) else {
             throw ValidationError("--auth-child and --embed are for puff-lock's own use")
         }
         guard (draw || show) == (picture != nil) else { throw ValidationError("--picture goes with --draw or --show") }
@@ -138,6 +146,7 @@ struct PuffLock: ParsableCommand {
             throw ExitCode(LockExit.cannotLock)
         }
         if authChild { return try authenticate(name) }
+        if usesWayland { return try guardWayland(name) }
         try guardScreen(name)
     }
 
@@ -180,6 +189,57 @@ struct PuffLock: ParsableCommand {
         Report.warn("unlocked \(name)")
     }
 
+    /// Whether to lock through Wayland: `--backend wayland`, or `auto` with WAYLAND_DISPLAY set
+    /// (an X11 locker cannot lock a Wayland session, even through Xwayland).
+    private var usesWayland: Bool {
+        switch backend {
+        case "wayland": return true
+        case "x11": return false
+        default: return getenv("WAYLAND_DISPLAY").map { $0.pointee != 0 } ?? false
+        }
+    }
+
+    /// The locking parent on Wayland: the compositor covers every output (ext-session-lock-v1)
+    /// until this process says `unlock_and_destroy`, and keeps them covered if it dies. The
+    /// authentication child and its standby are watched and replaced as on X11 (`LockGuard`).
+    private func guardWayland(_ name: String) throws {
+        // A crash ends this process at once (the Swift runtime's backtracer would hold it for
+        // a debugger that cannot attach): the compositor keeps the session locked, the children
+        // die with it, and a new puff-lock can take the lock over.
+        for crash in [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP] { signal(crash, SIG_DFL) }
+        let cover: WaylandCover
+        let watcher: LockGuard
+        do {
+            let chosen = LockTheme.named(theme).map { (theme: $0, source: "--theme \(theme)") } ?? LockTheme.desktopPreference()
+            Report.warn("theme \(chosen.theme.name) (\(chosen.source))")
+            // A compositor without the protocol is refused here, before any child starts:
+            // nothing is shown that would lock nothing.
+            cover = try WaylandCover(background: chosen.theme.backgroundPixel)
+            if translucent { Report.warn("--translucent is not available on Wayland (no screen copy); the background is opaque") }
+            var arguments = ["--user", name, "--service", service, "--dir", dir, "--theme", chosen.theme.name]
+            if let pamConfdir { arguments += ["--pam-confdir", pamConfdir] }
+            if printLayout { arguments.append("--print-layout") }
+            watcher = try LockGuard(display: cover, childArguments: arguments)
+            try watcher.startFirstChild()
+        } catch {
+            Report.warn("\(error); not locking")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        do {
+            try cover.lock(timeout: max(grabTimeout, 5))
+        } catch {
+            watcher.stop()
+            Report.warn("\(error); not locking")
+            throw ExitCode(LockExit.cannotLock)
+        }
+        cover.releaseSleepLock()
+        watcher.locked()
+        Report.warn("locked \(name) (Wayland session lock, \(cover.surfaceCount) output\(cover.surfaceCount == 1 ? "" : "s"))")
+        watcher.run()
+        cover.unlock()
+        Report.warn("unlocked \(name)")
+    }
+
     /// One puff-lock per display: the owner of the `_PUFF_LOCK_S<screen>` selection holds it.
     static func claim(_ display: LockDisplay) throws(LockDisplayError) {
         let name = "_PUFF_LOCK_S\(display.screen)"
@@ -208,16 +268,20 @@ struct PuffLock: ParsableCommand {
         for crash in [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP] { signal(crash, SIG_DFL) }
         var status = stat()
         guard puff_die_with_parent() == 0, fstat(channel, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK,
-              fcntl(channel, F_SETFD, FD_CLOEXEC) == 0, let embed else {
+              fcntl(channel, F_SETFD, FD_CLOEXEC) == 0, embed != nil || frames else {
             Report.warn("--auth-child is started by puff-lock itself")
             throw ExitCode(LockExit.cannotLock)
         }
-        let display: LockDisplay
-        do {
-            display = try LockDisplay(embeddedIn: Window(embed), channel: channel)
-        } catch {
-            Report.warn("\(error)")
-            throw ExitCode(LockExit.cannotLock)
+        let display: any LockScreenDisplay
+        if frames {
+            display = LockFrames(channel: channel)
+        } else {
+            do {
+                display = try LockDisplay(embeddedIn: Window(embed ?? 0), channel: channel)
+            } catch {
+                Report.warn("\(error)")
+                throw ExitCode(LockExit.cannotLock)
+            }
         }
         // Programs that PAM modules start (pam_exec, helpers) get neither the channel nor the
         // X connection.
@@ -232,7 +296,7 @@ struct PuffLock: ParsableCommand {
         let session = LockSession(display: display, user: name, picture: picture, printLayout: printLayout,
                                   title: "Locked: " + Self.shownName(name), cancellable: false)
         session.theme = LockTheme.named(theme) ?? .dark
-        session.backdrop = backdrop.map { Pixmap($0) }
+        if !frames { session.backdrop = backdrop.map { Pixmap($0) } }
         session.showsClock = true
         let transaction: PAMTransaction
         do {
