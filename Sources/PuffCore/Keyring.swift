@@ -3,7 +3,7 @@
 /// the derivation's own (16 bytes) and whose hash part is the X25519 public key (32 bytes),
 /// both base64 without padding. A copy of the system password is sealed to that public key
 /// without the passcode; only the passcode (and the store's key) derives the secret key that
-/// opens it (docs/protection-at-rest.md, "The login keyring"). Stored in the record as
+/// opens it (docs/admin/protection-at-rest.md, "The login keyring"). Stored in the record as
 /// `passcode-keyring`, beside the passcode hash it belongs to.
 public struct KeyringLock: Equatable, Sendable {
     /// Base64 characters of the 16-byte salt, without padding.

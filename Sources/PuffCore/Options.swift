@@ -43,7 +43,7 @@ public struct PuffOptions: Equatable, Sendable {
     /// succeeded is the text typed at Puff's prompt. It prompts for nothing and decides nothing.
     public var authSucc = false
     /// `keyring = yes`: keep a copy of the system password sealed to the passcode
-    /// (docs/protection-at-rest.md, "The login keyring") and, after a passcode login, hand it
+    /// (docs/admin/protection-at-rest.md, "The login keyring") and, after a passcode login, hand it
     /// on as PAM_AUTHTOK so pam_gnome_keyring and pam_kwallet5 further down unlock. Off by
     /// default; refused in fleet mode (`keyringRefusal`).
     public var keyring = false

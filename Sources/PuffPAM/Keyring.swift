@@ -3,7 +3,7 @@ import Glibc
 import PuffCore
 import PuffPlatform
 
-/// The login keyring (`keyring = yes`; docs/protection-at-rest.md, "The login keyring"): the
+/// The login keyring (`keyring = yes`; docs/admin/protection-at-rest.md, "The login keyring"): the
 /// system password captured, sealed to the passcode's public key, wherever this stack proved
 /// it, and handed on as PAM_AUTHTOK after a passcode success, so pam_gnome_keyring and
 /// pam_kwallet5 further down unlock. Capture is best effort (a failure is logged and changes

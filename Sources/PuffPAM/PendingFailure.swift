@@ -12,7 +12,7 @@ import PuffPlatform
 /// (the system password typed at Puff's prompt) is no attack, so they are written only once
 /// the failure stands: when libpam releases this data without a take-back, that is, when the
 /// next `pam_authenticate` on the handle replaces it or at `pam_end` (not in a forked copy
-/// that ends with PAM_DATA_SILENT; docs/internals.md, "Taken-back failures").
+/// that ends with PAM_DATA_SILENT; docs/dev/internals.md, "Taken-back failures").
 final class PendingFailure {
     /// The PAM data name; unique to Puff so no other module reads or replaces it.
     static let dataName = "pam_puff:counted-failure"

@@ -2,7 +2,7 @@ import CSodium
 import Glibc
 import PuffCore
 
-/// The keyring key pair of a passcode (docs/protection-at-rest.md, "The login keyring").
+/// The keyring key pair of a passcode (docs/admin/protection-at-rest.md, "The login keyring").
 ///
 ///     input  = BLAKE2b-256(key: store key, "puff-keyring-v1" ‖ 0 ‖ uid(be32) ‖ name ‖ 0 ‖ passcode)
 ///     seed   = argon2id(input, its own 16-byte salt, the cost in the lock), 32 bytes

@@ -1,6 +1,6 @@
 import PuffCore
 
-/// The login keyring's part of the files store (`keyring = yes`; docs/protection-at-rest.md,
+/// The login keyring's part of the files store (`keyring = yes`; docs/admin/protection-at-rest.md,
 /// "The login keyring"): the copy captured after the system password was proven, released
 /// after a passcode success, dropped when the passcode changes or goes.
 extension Authenticator {

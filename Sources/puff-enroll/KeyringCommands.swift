@@ -4,7 +4,7 @@ import PuffCore
 import PuffPlatform
 
 /// `puff-enroll keyring status|forget`: the copy of a user's system password that a passcode
-/// login hands on to the login keyring (`keyring = yes`; docs/protection-at-rest.md).
+/// login hands on to the login keyring (`keyring = yes`; docs/admin/protection-at-rest.md).
 struct KeyringCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keyring",

@@ -132,7 +132,7 @@ struct FleetCacheTests {
     }
 
     /// Issue 32, item 9: a provider stopped with SIGSTOP (its kernel still accepts connections
-    /// into the listen queue, and nothing answers) is out of reach, as docs/fleet.md says: both
+    /// into the listen queue, and nothing answers) is out of reach, as docs/admin/fleet.md says: both
     /// hosts (ldapi with SASL EXTERNAL, ldaps with a password bind, whose TLS handshake runs out
     /// of time) log in from their cached copies, and a wrong passcode is counted on the host.
     /// A server that answers but fails the handshake (a certificate of another CA) still fails

@@ -467,7 +467,7 @@ struct TPMTests {
 
     /// `keyring = yes` in tpm mode: the copy is kept (sealing needs only the public key), but
     /// the module, which has no TPM code, cannot derive the key that opens it: a passcode
-    /// login goes through the helper and hands on nothing (docs/protection-at-rest.md).
+    /// login goes through the helper and hands on nothing (docs/admin/protection-at-rest.md).
     @Test func inTPMModeTheCopyIsKeptButNothingIsReleased() throws {
         let tpm = try SoftwareTPM()
         let user = try PasswordFallbackTests.userWithPassword("tk")

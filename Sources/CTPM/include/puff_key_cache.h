@@ -1,4 +1,4 @@
-/* The unsealed key kept for the rest of the boot (puff_key_cache.c, docs/protection-at-rest.md):
+/* The unsealed key kept for the rest of the boot (puff_key_cache.c, docs/admin/protection-at-rest.md):
  * a "user" key in root's persistent kernel keyring, which only a process with a root uid can
  * link (KEYCTL_GET_PERSISTENT), readable only by its possessors, in kernel memory that is never
  * swapped, and gone at the next boot. Names start with "puff:". */

@@ -52,7 +52,7 @@ extension GestureFormatError {
         switch self {
         case .inputTooLong: "the text is longer than \(GestureLimits.maximumWireBytes) bytes"
         case .nonPrintableByte: "it holds a character that is not printable ASCII (a tab, a newline or a non-ASCII letter)"
-        case .notAGesture: "it does not start with 'puff-gesture:' (docs/gesture-format.md); was a passcode typed?"
+        case .notAGesture: "it does not start with 'puff-gesture:' (docs/dev/gesture-format.md); was a passcode typed?"
         case .unsupportedVersion: "its version is neither 1 nor 2"
         case .badSize: "the picture size is missing, malformed, zero or larger than \(GestureLimits.maximumPictureSide) pixels"
         case .noParts: "it has no parts"
