@@ -46,7 +46,9 @@ struct LoginCommand: ParsableCommand {
             throw ExitCode(PadExit.pamError)
         }
         let picture = try? PadPicture(path: UserPicture.path(directory: dir, user: name))
-        let conversation = LoginConversation(user: name, picture: picture)
+        let (trail, warning) = TrailSetting.load(configFile: dir + "/puff.conf")
+        if let warning { Report.warn(warning) }
+        let conversation = LoginConversation(user: name, picture: picture, trail: trail)
         defer { conversation.finish() }
 
         let transaction: PAMTransaction
@@ -93,6 +95,8 @@ final class LoginConversation: PAMConversation {
 
     let user: String
     let picture: PadPicture?
+    /// What the picture shows of the drawing (`gesture_trail` in puff.conf).
+    let trail: GestureTrail
     /// Set when the user cancelled or a signal arrived; the transaction then ends.
     private(set) var stopped: Stop?
     /// The module's messages, in order (repeated on stderr at the end).
@@ -103,9 +107,10 @@ final class LoginConversation: PAMConversation {
     private var mouse = true
     private var plainLineTerminal: Int32 = -1
 
-    init(user: String, picture: PadPicture?) {
+    init(user: String, picture: PadPicture?, trail: GestureTrail = .fade) {
         self.user = user
         self.picture = picture
+        self.trail = trail
     }
 
     /// Restores the terminal.
@@ -165,6 +170,7 @@ final class LoginConversation: PAMConversation {
             let pad = GesturePad(session: session, picture: picture,
                                  title: "\(title) | Draw your gesture" + (type != nil ? ", or press Tab for the passcode" : ""),
                                  message: message, passcodeAllowed: type != nil)
+            pad.trail = trail
             return gesture(session, pad: pad, type: type)
         }
     }
