@@ -252,8 +252,8 @@ package final class LockSession: PAMConversation {
     /// of a shake, the next minute of the clock, or forever.
     private func nextFrame() -> Double? {
         if shakeStart != nil { return 1.0 / 60 }
-        // A fading stroke is redrawn until it is gone.
-        if trail == .fade && strokes.endedWithin(GestureTrail.fadeSeconds, of: monotonicSeconds()) { return 1.0 / 30 }
+        // A fading stroke is redrawn until it is gone (a frame past the end draws it at 0).
+        if trail == .fade && strokes.endedWithin(GestureTrail.fadeSeconds + 0.1, of: monotonicSeconds()) { return 1.0 / 30 }
         guard showsClock else { return nil }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)

@@ -75,6 +75,13 @@ struct GestureTrailTests {
         try server.screenshot("trail-lock-\(mode)-bare")
         try LockScreenTests.draw(server, locker, [GestureLoginTests.genuine[0]])
         usleep(1_000_000)
+        // A second after the release, with no input since: a fading stroke is gone by itself
+        // (the screen redraws until it is, not only at the next event).
+        try server.screenshot("trail-lock-\(mode)-idle")
+        let finishedPoint = try Self.screen(locker.text, Self.stroke[25])
+        let idle = try Self.pixel(shots + "/trail-lock-\(mode)-idle.png", finishedPoint.0, finishedPoint.1)
+        let bareFinished = try Self.pixel(shots + "/trail-lock-\(mode)-bare.png", finishedPoint.0, finishedPoint.1)
+        #expect((idle != bareFinished) == (mode == "visible"), "\(mode): \(idle) against the bare \(bareFinished)")
         try server.xdotool(try Self.press(locker.text, Self.loop[0..<Self.loopHalf]))
         usleep(300_000)
         try server.screenshot("trail-lock-\(mode)")
