@@ -99,7 +99,7 @@ HARDEN_LINK := -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro
 
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps demo-deps test-deps campaign-deps valgrind-deps wayland-protocol wayland-test-env greetd-test-env module ldap-library cli helper locker greeter man completions test demo bench login-syscalls gesture-eval race fuzz killsweep faults valgrind timing tsan \
+.PHONY: gesture-real all build deps demo-deps test-deps campaign-deps valgrind-deps wayland-protocol wayland-test-env greetd-test-env module ldap-library cli helper locker greeter man completions test demo bench login-syscalls gesture-eval race fuzz killsweep faults valgrind timing tsan \
 	install install-files install-locker-files install-greeter-files install-packages uninstall deb deb-test clean
 
 all: build
@@ -389,6 +389,15 @@ gesture-eval: module
 	$(SWIFT) build --product puff-enroll
 	$(SWIFT) build --product puff-pam-harness
 	PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/gesture-eval.sh
+
+# Real drawings as the ground truth (issue 35): the $1 unistroke logs beside the repository
+# (../shared/data, never copied into it) through the real enroller and matcher, and a replay of
+# part of them through puff-enroll and libpam (scripts/gesture-real.sh). Figures, not a test.
+gesture-real: module
+	$(SWIFT) build -c release --product gesture-eval
+	$(SWIFT) build --product puff-enroll
+	$(SWIFT) build --product puff-pam-harness
+	PUFF_BIN=$$($(SWIFT) build --show-bin-path) bash scripts/gesture-real.sh
 
 # One login's file system calls (openat, walks from "/", fsync, renames) for a right passcode,
 # a right gesture and a wrong passcode, traced with strace (scripts/login-syscalls.sh; VERBOSE=1

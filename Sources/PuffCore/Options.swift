@@ -69,6 +69,9 @@ public struct PuffOptions: Equatable, Sendable {
     public var gestureHitRatioPercent = 70.0
     /// Largest attempt raster size allowed, in percent of the stored one (anti-scribble).
     public var gestureOverflowPercent = 140.0
+    /// What puff-lock, puff-greeter and puff-pad show of a gesture while it is drawn (the
+    /// module only accepts the key).
+    public var gestureTrail = GestureTrail.fade
     /// Fleet mode: records and the fleet-wide counter in an LDAP directory (DirectoryOptions.swift).
     public var directory = DirectorySettings()
     /// Tpm mode: where the TPM that keeps the store's key is (TPMSettings.swift).
@@ -138,7 +141,7 @@ public enum OptionParser {
         case keyring
         case even_deny_root, root_exempt, max_failures, min_passcode, deny, fail_interval, unlock_time, delays
         case gesture_tries, passcode_interval, gesture_after_reboot, lock_wait, gesture_raster, gesture_tolerance
-        case gesture_hit_ratio, gesture_overflow, kdf_ops, kdf_mem_kib
+        case gesture_hit_ratio, gesture_overflow, gesture_trail, kdf_ops, kdf_mem_kib
 
         /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
         init?(rawValue: String) { self.init(bytesOf: rawValue) }
@@ -272,6 +275,11 @@ public enum OptionParser {
         case .gesture_tolerance: options.gestureTolerancePercent = try percent(0.5...100, "0.5...100.0")
         case .gesture_hit_ratio: options.gestureHitRatioPercent = try percent(1...100, "1.0...100.0")
         case .gesture_overflow: options.gestureOverflowPercent = try percent(100...1000, "100.0...1000.0")
+        case .gesture_trail:
+            guard let trail = GestureTrail(rawValue: String(try text())) else {
+                throw OptionError(key: name, reason: "must be fade, hidden or visible")
+            }
+            options.gestureTrail = trail
         case .kdf_ops:
             options.kdf.iterations = UInt32(try integer(Int64(Argon2Parameters.iterationRange.lowerBound)...Int64(Argon2Parameters.iterationRange.upperBound)))
         case .kdf_mem_kib:

@@ -44,6 +44,11 @@ package struct LockScene {
     /// How far the field and the message line are moved sideways now (the shake after a
     /// wrong entry), in screen pixels.
     package var shake = 0.0
+    /// What the picture shows of the strokes (`gesture_trail`); `visible` draws them all,
+    /// numbered, with arrows (enrollment, the review).
+    package var trail = GestureTrail.visible
+    /// `monotonicSeconds()` of this frame, for a fading trail.
+    package var now = 0.0
 
     /// Boxes in the middle of the screen, each a line of text with a detail beside it
     /// (puff-greeter's user list and session choice); empty on the lock screen.
@@ -174,7 +179,10 @@ package final class LockRenderer {
                 cairo_fill(cr)
                 drawTemplate(cr, template, layout)
             }
-            drawStrokes(cr, strokes, layout, labels: scene.template == nil)
+            switch scene.trail {
+            case .visible: drawStrokes(cr, strokes, layout, labels: scene.template == nil)
+            case .fade, .hidden: drawTrail(cr, strokes, layout, scene.trail, now: scene.now)
+            }
             setColour(cr, theme.frame)
             cairo_set_line_width(cr, 1)
             cairo_rectangle(cr, rect.x - 0.5, rect.y - 0.5, rect.width + 1, rect.height + 1)
@@ -441,6 +449,53 @@ package final class LockRenderer {
             cairo_stroke(cr)
             text(cr, String(index + 1), x: label.x, y: label.y, size: 14, bold: true, color: (0.05, 0.05, 0.05), align: 0.5)
         }
+    }
+
+    /// `gesture_trail` `fade` or `hidden`: the strokes in one colour, without numbers or
+    /// arrows, each fading out after it ends (`fade`) or not drawn at all (`hidden`); then the
+    /// count of parts drawn, in the picture's top left corner.
+    private func drawTrail(_ cr: OpaquePointer, _ strokes: StrokeBuffer, _ layout: LockLayout, _ trail: GestureTrail, now: Double) {
+        cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND)
+        cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND)
+        let ink = (0.95, 0.95, 0.95)
+        for part in strokes.visibleParts {
+            let alpha = trail.opacity(age: part.endedAt.map { now - $0 })
+            guard alpha > 0 else { continue }
+            let first = layout.screenPoint(strokes.point(part, 0))
+            cairo_new_path(cr)
+            if part.kind == .tap || part.count == 1 {
+                cairo_arc(cr, first.x, first.y, 9 * ui, 0, 2 * Double.pi)
+                cairo_set_source_rgba(cr, 0, 0, 0, 0.55 * alpha)
+                cairo_set_line_width(cr, 3 * ui)
+                cairo_stroke_preserve(cr)
+                cairo_set_source_rgba(cr, ink.0, ink.1, ink.2, alpha)
+                cairo_fill(cr)
+                continue
+            }
+            for (width, outline) in [(7.0, true), (4.0, false)] {
+                cairo_move_to(cr, first.x, first.y)
+                for point in 1..<part.count {
+                    let screen = layout.screenPoint(strokes.point(part, point))
+                    cairo_line_to(cr, screen.x, screen.y)
+                }
+                cairo_set_line_width(cr, width * ui)
+                if outline {
+                    cairo_set_source_rgba(cr, 0, 0, 0, 0.55 * alpha)
+                } else {
+                    cairo_set_source_rgba(cr, ink.0, ink.1, ink.2, alpha)
+                }
+                cairo_stroke(cr)
+            }
+        }
+        let count = strokes.parts.count
+        guard count > 0, let rect = layout.picture else { return }
+        let label = count == 1 ? "1 part" : "\(count) parts"
+        let width = textWidth(cr, label, size: 15, bold: true) + 24 * ui
+        let badge = LockRect(x: rect.x + 10 * ui, y: rect.y + 10 * ui, width: width, height: 30 * ui)
+        roundedRectangle(cr, badge, radius: 8 * ui)
+        cairo_set_source_rgba(cr, 0, 0, 0, 0.6)
+        cairo_fill(cr)
+        text(cr, label, x: badge.midX, y: badge.midY, size: 15, bold: true, color: (1, 1, 1), align: 0.5)
     }
 
     private func drawPanel(_ cr: OpaquePointer, _ scene: LockScene, _ layout: LockLayout) {

@@ -51,6 +51,9 @@ package final class LockSession: PAMConversation {
     }
     /// Whether the bar shows the time and the date (redrawn at each minute).
     package var showsClock = false
+    /// What the picture shows of the strokes while they are drawn (`gesture_trail`; the
+    /// caller reads it from puff.conf). `visible` by default: `--draw` (enrollment) shows all.
+    package var trail = GestureTrail.visible
     /// When the last shake started (a wrong entry), or nil.
     private var shakeStart: Double?
     static let shakeSeconds = 0.45
@@ -249,6 +252,8 @@ package final class LockSession: PAMConversation {
     /// of a shake, the next minute of the clock, or forever.
     private func nextFrame() -> Double? {
         if shakeStart != nil { return 1.0 / 60 }
+        // A fading stroke is redrawn until it is gone (a frame past the end draws it at 0).
+        if trail == .fade && strokes.endedWithin(GestureTrail.fadeSeconds + 0.1, of: monotonicSeconds()) { return 1.0 / 30 }
         guard showsClock else { return nil }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
@@ -329,6 +334,8 @@ package final class LockSession: PAMConversation {
             if request.gesture && !strokes.isEmpty && request.panel != .none { scene.hint = "Enter unlocks with the gesture." }
             scene.clock = clock()
             scene.shake = shakeOffset(ui: layout.ui)
+            scene.trail = trail
+            scene.now = monotonicSeconds()
             return scene
         }
         func redraw() { renderer.draw(scene(), layout: layout, picture: picture, strokes: strokes) }

@@ -11,6 +11,9 @@ package final class StrokeBuffer {
         package var kind: GesturePartKind
         package var start: Int
         package var count: Int
+        /// When the part was finished (`monotonicSeconds()`), for a trail that fades; nil while
+        /// it is drawn and for parts added whole (the review's replay).
+        package var endedAt: Double?
     }
 
     package static let pointsPerPart = GestureLimits.maximumWirePointsPerPart
@@ -81,7 +84,13 @@ package final class StrokeBuffer {
             wipe(from: part.start + 1, count: part.count - 1)
             part.count = 1
         }
+        part.endedAt = monotonicSeconds()
         parts.append(part)
+    }
+
+    /// Whether a part finished less than `seconds` ago (a fading trail still shows it).
+    package func endedWithin(_ seconds: Double, of now: Double) -> Bool {
+        parts.contains { part in part.endedAt.map { now - $0 < seconds } ?? false }
     }
 
     private func append(_ point: GesturePoint) {

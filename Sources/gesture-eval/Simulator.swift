@@ -222,16 +222,27 @@ struct Redraw {
     var trim = 0.05
     /// The resolution the message declares, whatever the capture (an attacker's claim).
     var declared: GestureResolution? = nil
+    /// Each part's own aim error per axis (nil: σ/2), and the point jitter (nil: σ/3).
+    var aimSigma: Double? = nil
+    var jitterSigma: Double? = nil
+    /// Rotation and scale drawn for each part on its own (the calibrated hand: each part is
+    /// drawn as a separate stroke) rather than once for the gesture.
+    var perPart = false
 
     func draw(_ gesture: IdealGesture, random: inout Random) -> Gesture {
         let s = sigma * longestSide
         let shiftS = (shiftSigma ?? sigma) * longestSide
         let shift = Point(x: random.gaussian(shiftS), y: random.gaussian(shiftS))
-        let rotation = random.gaussian(rotationDegrees * Double.pi / 180)
-        let scale = 1 + random.gaussian(scaleSigma)
+        var rotation = random.gaussian(rotationDegrees * Double.pi / 180)
+        var scale = 1 + random.gaussian(scaleSigma)
+        let aimS = aimSigma.map { $0 * longestSide } ?? s / 2
         var parts: [GesturePart] = []
         for ideal in gesture.parts {
-            var aim = Point(x: random.gaussian(s / 2), y: random.gaussian(s / 2))
+            if perPart {
+                rotation = random.gaussian(rotationDegrees * Double.pi / 180)
+                scale = 1 + random.gaussian(scaleSigma)
+            }
+            var aim = Point(x: random.gaussian(aimS), y: random.gaussian(aimS))
             if misplacement > 0 {
                 let angle = random.uniform(0, 2 * Double.pi)
                 let distance = abs(misplacement + random.gaussian(misplacement / 4)) * longestSide
@@ -269,7 +280,7 @@ struct Redraw {
                 }
             }
             if travelled > 0, let last = points.last { sampled.append(last) }
-            let jitter = s / 3
+            let jitter = jitterSigma.map { $0 * longestSide } ?? s / 3
             var captured: [Point] = []
             for p in sampled {
                 let q: Point = capture(Shapes.clamp(Point(x: p.x + random.gaussian(jitter), y: p.y + random.gaussian(jitter))))

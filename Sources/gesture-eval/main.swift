@@ -8,6 +8,10 @@
 // owner's define / confirm / once-more (/ one more) drawings; a refused try is redrawn whole,
 // up to five tries. The seed is 13 unless --seed is given; the two next seeds are shown beside.
 //
+// With --dollar1 DIRECTORY (scripts/gesture-real.sh), real drawings instead: the $1 unistroke
+// logs mapped to three-part gestures on the picture (RealDrawings.swift); with --wire too, the
+// drawings and attempts of one gesture a person for the libpam replay, and nothing else.
+//
 // With --wire, it also writes, for each gesture of the default seed, the enrollment drawings
 // and a set of attempts in Puff's wire format with the matcher's verdict, for
 // scripts/gesture-eval.sh to replay through puff-enroll and libpam.
@@ -19,6 +23,10 @@ nonisolated(unsafe) var attemptsPerRow = 504
 var svgPath = "build/gesture-roc.svg"
 var wireDirectory: String?
 var wireAttempts = 20
+var realDirectory: String?
+var realScales = [1.0, 1.5, 2.0]
+var realPeople = 0
+var realAims: [Aim] = [.exact, .recorded, .gaussian(0.004), .gaussian(0.008)]
 nonisolated(unsafe) var baseSeed: UInt64 = 13
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
@@ -29,8 +37,17 @@ while let argument = arguments.next() {
     case "--wire-attempts": wireAttempts = Int(arguments.next() ?? "") ?? wireAttempts
     case "--seed": baseSeed = UInt64(arguments.next() ?? "") ?? baseSeed
     case "--compact": compareCompaction = true
+    case "--dollar1": realDirectory = arguments.next()
+    case "--aims":
+        realAims = (arguments.next() ?? "").split(separator: ",").compactMap { word -> Aim? in
+            if word == "exact" { return .exact }
+            if word == "recorded" { return .recorded }
+            return Double(word).map { .gaussian($0 / 100) }
+        }
+    case "--people": realPeople = Int(arguments.next() ?? "") ?? realPeople
+    case "--scales": realScales = (arguments.next() ?? "").split(separator: ",").compactMap { Double($0) }
     default:
-        complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--compact] [--wire DIRECTORY --wire-attempts N]\n")
+        complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--compact] [--wire DIRECTORY --wire-attempts N] [--dollar1 DIRECTORY [--scales 1,1.5,2] [--aims exact,recorded,0.4,0.8] [--people N]]\n")
         exit(2)
     }
 }
@@ -192,6 +209,58 @@ let attackRows: [Row] = attacks.map { Row(label: $0.0, isGenuine: false, goal: $
     + attacks.map { Row(label: $0.0 + " — declaring 30×30 px cells", isGenuine: false, goal: $0.1, owner: owner(sigma1),
                         attack: declaring(coarsest, $0.2)) }
 
+/// The hand fitted to the $1 unistroke logs (RealDrawings.swift, docs/gesture-format.md "The
+/// calibrated simulator"), at the size those strokes have on a 1000 px picture drawn at the
+/// device's size: each part rotated (σ 4.1°) and scaled (σ 6.5 %) on its own, re-aimed σ 0.4 %
+/// per axis (on a picture with landmarks; 0.6 % measured on the blank device screen), points
+/// jittered 0.35 %; a common shift of σ 1 % (not in the logs: one stroke each). Enrollment
+/// drawings as these; later logins drift: aim × 1.29, rotation, scale and jitter × 1.15.
+let calibratedEnroll = Redraw(sigma: 0.01, rotationDegrees: 4.1, scaleSigma: 0.065, aimSigma: 0.004, jitterSigma: 0.0035,
+                              perPart: true)
+let calibratedLogin = Redraw(sigma: 0.01, rotationDegrees: 4.1 * 1.15, scaleSigma: 0.065 * 1.15, aimSigma: 0.004 * 1.29,
+                             jitterSigma: 0.0035 * 1.15, perPart: true)
+/// The logs' fast and slow drawings against medium ones: 60 % of the time or 1.6 times it,
+/// rotation σ 5.8° and 5.3°, scale 7.4 % and 8.5 %, jitter 0.42 % and 0.38 %.
+func calibratedSpeed(_ random: inout Random) -> Redraw {
+    random.below(2) == 0
+        ? Redraw(sigma: 0.01, speed: 1.6, rotationDegrees: 5.8 * 1.15, scaleSigma: 0.074 * 1.15, aimSigma: 0.004 * 1.29,
+                 jitterSigma: 0.0042 * 1.15, perPart: true)
+        : Redraw(sigma: 0.01, speed: 0.6, rotationDegrees: 5.3 * 1.15, scaleSigma: 0.085 * 1.15, aimSigma: 0.004 * 1.29,
+                 jitterSigma: 0.0038 * 1.15, perPart: true)
+}
+/// Someone else who knows the shapes and the spots: their own hand, and their own way of
+/// drawing each shape (the logs' people differ from one another by rotation σ 8.4°, scale
+/// 15.6 % and a smooth residual of 0.48 %; two people by √2 of that).
+let otherPerson = Redraw(sigma: 0.01, rotationDegrees: (4.1 * 4.1 + 2 * 8.4 * 8.4).squareRoot(),
+                         scaleSigma: (0.065 * 0.065 + 2 * 0.156 * 0.156).squareRoot(), aimSigma: 0.004,
+                         jitterSigma: (0.0035 * 0.0035 + 2 * 0.0048 * 0.0048).squareRoot(), perPart: true)
+let calibratedSurfer = Redraw(sigma: 0.01, misplacement: 0.03, rotationDegrees: 4.1, scaleSigma: 0.065, aimSigma: 0.004,
+                              jitterSigma: 0.0035, perPart: true)
+let calibratedRows: [Row] = [
+    Row(label: "calibrated owner, later drifted logins", isGenuine: true, goal: 5, owner: owner(calibratedEnroll),
+        attack: owner(calibratedLogin), enrollmentLabel: "calibrated owner"),
+    Row(label: "calibrated owner, logins 40 % faster or 60 % slower", isGenuine: true, goal: 5, owner: owner(calibratedEnroll),
+        attack: { calibratedSpeed(&$1).draw($0, random: &$1) }),
+    Row(label: "provisioned (the exact gesture twice), calibrated logins", isGenuine: true, goal: 2, owner: exactOwner,
+        attack: owner(calibratedLogin)),
+    Row(label: "calibrated owner on a ¼-size window, whole pixels", isGenuine: true, goal: 2,
+        owner: owner({ var r = calibratedEnroll; r.capture = .shrunk(factor: 0.25); return r }()),
+        attack: owner({ var r = calibratedLogin; r.capture = .shrunk(factor: 0.25); return r }())),
+    Row(label: "calibrated: imprecise shoulder-surfer (each part 3 ± 0.75 % off)", isGenuine: false, goal: 5,
+        owner: owner(calibratedEnroll), attack: owner(calibratedSurfer)),
+    Row(label: "calibrated: video-studier", isGenuine: false, goal: 20, owner: owner(calibratedEnroll), attack: owner(videoStudier)),
+    Row(label: "calibrated: someone else who knows the shapes and the spots", isGenuine: false, goal: 20,
+        owner: owner(calibratedEnroll), attack: owner(otherPerson)),
+    Row(label: "calibrated: scribble over the right area", isGenuine: false, goal: 1, owner: owner(calibratedEnroll),
+        attack: { Attacks.scribbleOverArea($0, random: &$1) }),
+    Row(label: "calibrated: points-of-interest guess", isGenuine: false, goal: 1, owner: owner(calibratedEnroll),
+        attack: { Attacks.pointsOfInterest($0, random: &$1) }),
+    Row(label: "calibrated: random plausible gesture", isGenuine: false, goal: 1, owner: owner(calibratedEnroll),
+        attack: { Attacks.randomPlausible($0, random: &$1) }),
+    Row(label: "calibrated: right shapes drawn backwards", isGenuine: false, goal: 1, owner: owner(calibratedEnroll),
+        attack: owner({ var r = calibratedLogin; r.reversed = true; return r }())),
+]
+
 func format(_ value: Double) -> String {
     let tenths = Int((value * 10).rounded())
     return "\(tenths / 10).\(tenths % 10) %"
@@ -207,6 +276,11 @@ func verdict(_ percent: Double, goal: Double, n: Int) -> String {
 }
 
 // The gestures of each seed.
+if let realDirectory {
+    runRealDrawings(realDirectory, scales: realScales, aims: realAims, variation: realAims.count == 4, people: realPeople,
+                    wireDirectory: wireDirectory)
+    exit(0)
+}
 nonisolated(unsafe) var gestureSets: [[IdealGesture]] = []
 for seed in seeds {
     var setupRandom = Random(seed: seed)
@@ -253,6 +327,7 @@ func table(_ title: String, _ rows: [Row], offset: Int) {
 
 table("Genuine owners (FRR)", genuineRows, offset: 0)
 table("Attacks on σ 1 % owners (FAR)", attackRows, offset: 100)
+table("Calibrated to the $1 logs (owners and attackers as fitted; docs/gesture-format.md)", calibratedRows, offset: 200)
 printCompaction(labels: (genuineRows + attackRows).map(\.label))
 compareCompaction = false
 

@@ -71,6 +71,9 @@ final class GreeterFlow {
         session.gestureBudget = connection.answerBudget
         session.submitLabel = "✓ Log in"
         session.showsClock = true
+        let (trail, warning) = TrailSetting.load(configFile: directory + "/puff.conf")
+        if let warning { Report.warn(warning) }
+        session.trail = trail
         do {
             try connection.authenticate(name)
         } catch {

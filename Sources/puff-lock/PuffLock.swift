@@ -298,6 +298,9 @@ struct PuffLock: ParsableCommand {
         session.theme = LockTheme.named(theme) ?? .dark
         if !frames { session.backdrop = backdrop.map { Pixmap($0) } }
         session.showsClock = true
+        let (trail, warning) = TrailSetting.load(configFile: dir + "/puff.conf")
+        if let warning { Report.warn(warning) }
+        session.trail = trail
         let transaction: PAMTransaction
         do {
             transaction = try PAMTransaction(service: service, user: name, confdir: pamConfdir, conversation: session)

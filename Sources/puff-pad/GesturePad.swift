@@ -1,3 +1,4 @@
+import Glibc
 import PuffCore
 
 /// The drawing screen: the picture, scaled to fit, with the parts drawn so far on top.
@@ -24,6 +25,13 @@ final class GesturePad {
     var message: String
     /// Whether Tab or typing switches to the passcode.
     var passcodeAllowed: Bool
+    /// What the picture shows of the parts (`gesture_trail`): `visible` (`draw`, enrollment)
+    /// numbers them and keeps them; `fade` shows the stroke being drawn, in one colour, and
+    /// the last part dimmed for `GestureTrail.fadeSeconds`; `hidden` shows nothing on the
+    /// picture. The hint line counts the parts in every mode.
+    var trail = GestureTrail.visible
+    /// When the last finished part is taken off the picture (`fade`), in monotonic seconds.
+    private var fadeUntil: Double?
 
     private(set) var parts: [GesturePart] = []
     private var stroke: [GesturePoint] = []
@@ -49,9 +57,13 @@ final class GesturePad {
     func run() -> Outcome {
         redraw()
         while true {
-            switch session.next() {
+            let timeout = fadeUntil.map { Int32(max(0, min(1000, (($0 - Self.now()) * 1000).rounded(.up)))) } ?? -1
+            switch session.next(timeout: timeout) {
             case .terminate(let signal): return .terminated(signal)
             case .redraw: redraw()
+            case .timeout:
+                fadeUntil = nil
+                redraw()
             case .input(let event):
                 if let outcome = handle(event) { return outcome }
             }
@@ -64,6 +76,13 @@ final class GesturePad {
         stroke.removeAll()
         drawing = false
         cellReports = false
+        fadeUntil = nil
+    }
+
+    private static func now() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     private func handle(_ event: InputEvent) -> Outcome? {
@@ -77,8 +96,9 @@ final class GesturePad {
             drawing = true
             if within == .centre { cellReports = true }
             stroke = [layout.point(column: column, row: row, within: within)]
+            guard trail != .hidden else { return nil }
             var frame = Frame()
-            drawStroke(stroke, index: parts.count, kind: .path, into: &frame)
+            drawStroke(stroke, index: parts.count, kind: .path, into: &frame, labelled: trail == .visible)
             frame.send(to: session)
         case .drag(let column, let row, let within):
             guard drawing, let layout else { return nil }
@@ -95,7 +115,14 @@ final class GesturePad {
             stroke = []
             parts.append(part)
             var frame = Frame()
-            drawStroke(part.points, index: parts.count - 1, kind: part.kind, into: &frame)
+            switch trail {
+            case .visible: drawStroke(part.points, index: parts.count - 1, kind: part.kind, into: &frame)
+            case .fade:
+                // Dimmed now, taken off the picture when `fadeUntil` passes (`run`).
+                drawStroke(part.points, index: parts.count - 1, kind: part.kind, into: &frame, labelled: false, dimmed: true)
+                fadeUntil = Self.now() + GestureTrail.fadeSeconds
+            case .hidden: break
+            }
             hintLine(into: &frame)
             frame.send(to: session)
         case .enter:
@@ -132,8 +159,9 @@ final class GesturePad {
         guard let last = stroke.last, last != point else { return }
         guard stroke.count < GestureLimits.maximumWirePointsPerPart else { return }
         stroke.append(point)
+        guard trail != .hidden else { return }
         var frame = Frame()
-        drawStroke([last, point], index: parts.count, kind: .path, into: &frame, labelled: stroke.count == 2)
+        drawStroke([last, point], index: parts.count, kind: .path, into: &frame, labelled: trail == .visible && stroke.count == 2)
         frame.send(to: session)
     }
 
@@ -178,10 +206,19 @@ final class GesturePad {
                 frame.move(column: layout.left, row: layout.top + index)
                 frame.raw(line + "\u{1B}[0m")
             }
-            for (index, part) in parts.enumerated() {
-                drawStroke(part.points, index: index, kind: part.kind, into: &frame)
+            switch trail {
+            case .visible:
+                for (index, part) in parts.enumerated() {
+                    drawStroke(part.points, index: index, kind: part.kind, into: &frame)
+                }
+                if drawing { drawStroke(stroke, index: parts.count, kind: .path, into: &frame) }
+            case .fade:
+                if fadeUntil != nil, let last = parts.last {
+                    drawStroke(last.points, index: parts.count - 1, kind: last.kind, into: &frame, labelled: false, dimmed: true)
+                }
+                if drawing { drawStroke(stroke, index: parts.count, kind: .path, into: &frame, labelled: false) }
+            case .hidden: break
             }
-            if drawing { drawStroke(stroke, index: parts.count, kind: .path, into: &frame) }
         } else {
             frame.line("The window is too small to show the picture.", row: 1, width: size.columns)
         }
@@ -205,10 +242,11 @@ final class GesturePad {
 
     /// Draws a part's cells: the line between consecutive points (cells in between filled, so
     /// a fast stroke shows no gaps), its number on its first cell, a diamond for a tap.
+    /// Without `visible`, every part has the one colour (`PartStyle.trail`), dimmed once finished.
     private func drawStroke(_ points: [GesturePoint], index: Int, kind: GesturePartKind,
-                            into frame: inout Frame, labelled: Bool = true) {
+                            into frame: inout Frame, labelled: Bool = true, dimmed: Bool = false) {
         guard let layout, let first = points.first else { return }
-        let style = PartStyle.style(part: index)
+        let style = trail == .visible ? PartStyle.style(part: index) : (dimmed ? PartStyle.fading : PartStyle.trail)
         if kind == .tap {
             let cell = layout.cell(of: first)
             frame.put("◆", column: cell.column, row: cell.row, style: style)

@@ -54,7 +54,9 @@ struct LoginCommand: ParsableCommand {
             // Missing (no gesture enrolled, or no access) is not the same as there but undecodable.
             undecodable = error.undecodable
         }
-        let conversation = LoginConversation(user: name, picture: picture, pictureUndecodable: undecodable)
+        let (trail, warning) = TrailSetting.load(configFile: dir + "/puff.conf")
+        if let warning { Report.warn(warning) }
+        let conversation = LoginConversation(user: name, picture: picture, pictureUndecodable: undecodable, trail: trail)
         defer { conversation.finish() }
 
         let transaction: PAMTransaction
@@ -101,6 +103,8 @@ final class LoginConversation: PAMConversation {
 
     let user: String
     let picture: PadPicture?
+    /// What the picture shows of the drawing (`gesture_trail` in puff.conf).
+    let trail: GestureTrail
     /// Set when the user cancelled or a signal arrived; the transaction then ends.
     private(set) var stopped: Stop?
     /// The module's messages, in order (repeated on stderr at the end).
@@ -114,10 +118,11 @@ final class LoginConversation: PAMConversation {
     /// The store holds a picture for the user that could not be decoded.
     let pictureUndecodable: Bool
 
-    init(user: String, picture: PadPicture?, pictureUndecodable: Bool = false) {
+    init(user: String, picture: PadPicture?, pictureUndecodable: Bool = false, trail: GestureTrail = .fade) {
         self.user = user
         self.picture = picture
         self.pictureUndecodable = pictureUndecodable
+        self.trail = trail
     }
 
     /// Why no picture is shown, as a sentence without its end.
@@ -182,6 +187,7 @@ final class LoginConversation: PAMConversation {
             let pad = GesturePad(session: session, picture: picture,
                                  title: "\(title) | Draw your gesture" + (type != nil ? ", or press Tab for the passcode" : ""),
                                  message: message, passcodeAllowed: type != nil)
+            pad.trail = trail
             return gesture(session, pad: pad, type: type)
         }
     }

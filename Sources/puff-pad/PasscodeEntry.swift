@@ -67,6 +67,7 @@ final class PasscodeEntry {
             switch session.next() {
             case .terminate(let signal): return .terminated(signal)
             case .redraw: redraw()
+            case .timeout: continue
             case .input(let event):
                 switch event {
                 case .character(let byte):

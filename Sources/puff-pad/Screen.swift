@@ -45,6 +45,11 @@ enum PartStyle {
         "1;40;" + colors[index % colors.count]
     }
 
+    /// `gesture_trail = fade`: the stroke being drawn (bright white), and a finished one
+    /// fading (dim grey), the same for every part.
+    static let trail = "1;40;97"
+    static let fading = "2;40;37"
+
     /// The label shown where part `index` starts: 1…9, then A…G (at most 16 parts).
     static func label(part index: Int) -> String {
         let labels = Array("123456789ABCDEFG")

@@ -29,6 +29,8 @@ final class TerminalSession {
         case redraw
         /// SIGINT, SIGTERM or SIGHUP: leave now.
         case terminate(Int32)
+        /// `next(timeout:)`'s time passed without input.
+        case timeout
     }
 
     let fd: Int32
@@ -132,9 +134,10 @@ final class TerminalSession {
         }
     }
 
-    /// Waits for the next event. A lone ESC is told apart from the start of an escape sequence
-    /// by 60 ms of silence after it.
-    func next() -> Event {
+    /// Waits for the next event, or `.timeout` after `timeout` milliseconds without one (-1:
+    /// no limit). A lone ESC is told apart from the start of an escape sequence by 60 ms of
+    /// silence after it.
+    func next(timeout limit: Int32 = -1) -> Event {
         while true {
             if !pending.isEmpty { return .input(pending.removeFirst()) }
             if let signal = TerminalRestore.takeSignal() {
@@ -159,13 +162,15 @@ final class TerminalSession {
             }
             var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: TerminalRestore.signalReadEnd, events: Int16(POLLIN), revents: 0)]
-            let timeout: Int32 = decoder.isWaiting ? 60 : -1
+            let waiting = decoder.isWaiting
+            let timeout: Int32 = waiting ? (limit >= 0 ? min(60, limit) : 60) : limit
             let ready = poll(&fds, 2, timeout)
             if ready < 0 {
                 if errno == EINTR { continue }
                 return .terminate(SIGHUP)
             }
             if ready == 0 {
+                guard waiting else { return .timeout }
                 pending += absorbAnswers(decoder.flush())
                 continue
             }

@@ -107,6 +107,31 @@ struct GestureConsensusTests {
         }
     }
 
+    /// A circle of `radius` px around (500, 375), its radius scaled by `1 + stretch`, with a tap
+    /// and a line beside it.
+    static func circleGesture(radius: Double, stretch: Double) -> Gesture {
+        let r = radius * (1 + stretch)
+        let circle = GesturePart(kind: .path, points: (0...64).map {
+            let a = 2 * Double.pi * Double($0) / 64
+            return GesturePoint(x: 500 + r * Trig.cos(a), y: 375 + r * Trig.sin(a))
+        })
+        return Gesture(width: 1000, height: 750, parts: [circle, tap(900, 60), line(40, 720, 300, 720)])
+    }
+
+    @Test("a large part's shape may vary in proportion to its size; a small one with the same spread is refused")
+    func shapeCeilingGrowsWithThePartsSize() throws {
+        // Radii 1 ± 5.5 % of 250 px: the shape's raw spread is about 1.6 % of the picture, beyond
+        // 1.25 × the fixed ceiling (1.1 %), within 1.25 × 0.3 × its size (RMS radius 25 %).
+        let large = [0.0, 0.055, -0.055].map { Self.circleGesture(radius: 250, stretch: $0) }
+        let template = try GestureEnroller.build(drawings: large)
+        #expect(GestureMatcher.verify(template, Self.circleGesture(radius: 250, stretch: 0.03)).passed)
+        // The same spread on a circle of 40 px (ceiling max(1.1 %, 0.3 × 4 %) = 1.2 %): refused.
+        let small = [0.0, 0.35, -0.35].map { Self.circleGesture(radius: 40, stretch: $0) }
+        #expect(throws: GestureEnrollmentError.confirmationMismatch(GestureFailureDetail(part: 1, rule: .coverage))) {
+            _ = try GestureEnroller.build(drawings: small)
+        }
+    }
+
     /// Attempts against the steady owner's template, and the first failure expected.
     static let verdicts: [(String, Gesture, GestureFailureDetail?)] = [
         ("the first drawing", base, nil),

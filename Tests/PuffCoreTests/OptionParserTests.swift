@@ -121,6 +121,26 @@ struct OptionParserTests {
         #expect(failure("root_exempt=1") == OptionError(key: "root_exempt", reason: "takes no value"))
     }
 
+    @Test("gesture_trail: fade by default; fade, hidden or visible, spelled exactly; anything else refused with its words")
+    func gestureTrail() throws {
+        #expect(PuffOptions().gestureTrail == .fade)
+        #expect(try parse(["gesture_trail=hidden"]).gestureTrail == .hidden)
+        #expect(try parse(["gesture_trail=visible"]).gestureTrail == .visible)
+        #expect(try parse(["gesture_trail=visible", "gesture_trail=fade"]).gestureTrail == .fade)
+        let words = OptionError(key: "gesture_trail", reason: "must be fade, hidden or visible")
+        for bad in ["gesture_trail=Fade", "gesture_trail=", "gesture_trail=none", "gesture_trail=fade ", "gesture_trail=visible\u{301}"] {
+            #expect(failure(bad) == words, "\(bad)")
+        }
+        #expect(failure("gesture_trail") == OptionError(key: "gesture_trail", reason: "needs a value"))
+        // A fade lasts half a second: fully drawn at the end, gone at 0.5 s, never negative.
+        #expect(GestureTrail.fade.opacity(age: nil) == 1)
+        #expect(GestureTrail.fade.opacity(age: 0.25) == 0.5)
+        #expect(GestureTrail.fade.opacity(age: 0.5) == 0)
+        #expect(GestureTrail.fade.opacity(age: 60) == 0)
+        #expect(GestureTrail.hidden.opacity(age: nil) == 0)
+        #expect(GestureTrail.visible.opacity(age: 60) == 1)
+    }
+
     @Test("tell_state: a list of PAM service names in lowercase, as libpam has them; empty by default")
     func tellState() throws {
         #expect(PuffOptions().tellStateServices.isEmpty)

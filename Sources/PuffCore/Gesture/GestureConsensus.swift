@@ -47,6 +47,16 @@ enum GestureConsensus {
     static let floors = (shift: 0.0115, place: 0.0058, shape: 0.0045)
     /// See `floors`.
     static let ceilings = (shift: 0.022, place: 0.013, shape: 0.011)
+    /// A path's shape spread may reach `shapeCeilingShare` of the path's own size (the RMS
+    /// distance of its consensus points from their centroid) when that is above
+    /// `ceilings.shape`: a real hand's shape varies with the size it draws. In the $1 unistroke
+    /// logs (docs/gesture-format.md, "Real drawings") the same hands drawn twice as large were
+    /// refused at enrollment (7 of 60 owners never enrolled) for their shapes' spread, a fixed
+    /// fraction of the picture. Only the ceiling moves: the floor stays a fixed fraction, so a
+    /// steady hand's large drawing gets no more room than its own drawings show (a floor in
+    /// proportion too, 0.15 of the size, let 63 % of other people who drew the same shapes on the
+    /// same spots in, against 31 %).
+    static let shapeCeilingShare = 0.3
     /// How strongly a learned spread is pulled towards its floor, in the learned value's own
     /// degrees of freedom (0.5: the floor counts as half as much evidence as the drawings).
     /// Three drawings tell a spread only roughly; without the pull, an ordinary owner whose
@@ -96,6 +106,8 @@ enum GestureConsensus {
         var worstPlacePart: Int
         /// The ceilings these drawings were bounded by.
         var ceilings: (shift: Double, place: Double, shape: Double)
+        /// Each part's shape ceiling (`shapeCeilingShare` of its size raises `ceilings.shape`; 0 for taps).
+        var shapeCeilings: [Double] = []
 
         /// Why these drawings are too inconsistent to enroll, or nil: a raw spread beyond
         /// `refusalFactor` times its ceiling.
@@ -106,7 +118,8 @@ enum GestureConsensus {
                 return GestureFailureDetail(part: worstPlacePart + 1,
                                             rule: model.kinds[worstPlacePart] == .tap ? .tapDistance : .place)
             }
-            for (index, raw) in rawShapes.enumerated() where raw > f * ceilings.shape {
+            for (index, raw) in rawShapes.enumerated()
+            where raw > f * (index < shapeCeilings.count ? shapeCeilings[index] : ceilings.shape) {
                 return GestureFailureDetail(part: index + 1, rule: .coverage)
             }
             return nil
@@ -217,20 +230,32 @@ enum GestureConsensus {
         // Drawn through a coarse input, an ordinary hand's spreads include the cell's error:
         // both bounds grow by it.
         let bounds = Bounds(factor: f, cellVariance: cellVariance, parts: p)
-        let shiftFloor = bounds.floor.shift, placeFloor = bounds.floor.place, shapeFloor = bounds.floor.shape
+        let shiftFloor = bounds.floor.shift, placeFloor = bounds.floor.place
+        // Each path's shape ceiling: the fixed one, raised to `shapeCeilingShare` of its own size.
+        let sizes = stored.map { part -> Double in
+            let c = GestureShape.centroid(part)
+            var squares = 0.0
+            for point in part { squares += (point.x - c.x) * (point.x - c.x) + (point.y - c.y) * (point.y - c.y) }
+            return GestureShape.squareRoot(squares / Double(max(1, part.count)))
+        }
+        let shapeFloor = bounds.floor.shape
+        let shapeCeilings = zip(kinds, sizes).map { kind, size in
+            kind == .tap ? 0 : max(bounds.ceiling.shape, f * shapeCeilingShare * size)
+        }
         let model = Model(
             stored: stored, kinds: kinds,
             shiftSpread: bounded(pooled(rawShift, shiftFloor, freedom: 2 * freedom), shiftFloor, bounds.ceiling.shift),
             placeSpread: bounded(pooled(rawPlace, placeFloor, freedom: 2 * freedom * max(1, p - 1)),
                                  placeFloor, bounds.ceiling.place),
-            shapeSpreads: zip(kinds, rawShapes).map { kind, raw in
-                kind == .tap ? 0 : bounded(pooled(raw, shapeFloor, freedom: 2 * freedom), shapeFloor, bounds.ceiling.shape)
+            shapeSpreads: kinds.indices.map { index in
+                kinds[index] == .tap ? 0
+                    : bounded(pooled(rawShapes[index], shapeFloor, freedom: 2 * freedom), shapeFloor, shapeCeilings[index])
             },
             shapeCap: settings.shapeTolerance, overflow: settings.overflow)
         var worst = 0
         for (index, value) in partPlaceSquares.enumerated() where value > partPlaceSquares[worst] { worst = index }
         return Learned(model: model, rawShift: rawShift, rawPlace: rawPlace, rawShapes: rawShapes, worstPlacePart: worst,
-                       ceilings: bounds.ceiling)
+                       ceilings: bounds.ceiling, shapeCeilings: shapeCeilings)
     }
 
     /// The score limit for `freedom` degrees of freedom: the `confidence` quantile of χ²
