@@ -553,7 +553,7 @@ static int await_answer(int fd, int timeout_ms) {
 
 /* One non-blocking connect to `address`, bounded by `timeout_ms`, then `await_answer`: 0 the
  * server answers, else errno (ETIMEDOUT also for a connection accepted by a silent server). */
-static int probe_connect(int family, const struct sockaddr *address, socklen_t length, int timeout_ms) {
+static int probe_connect(int family, const struct sockaddr *address, socklen_t length, int timeout_ms, int want_answer) {
     int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return errno ? errno : EIO;
     int error = 0;
@@ -575,12 +575,12 @@ static int probe_connect(int family, const struct sockaddr *address, socklen_t l
             }
         }
     }
-    if (error == 0) error = await_answer(fd, timeout_ms);
+    if (error == 0 && want_answer) error = await_answer(fd, timeout_ms);
     close(fd);
     return error;
 }
 
-int puff_ldap_probe(const char *uris, int timeout_ms, char *reason, size_t size) {
+int puff_ldap_probe(const char *uris, int timeout_ms, int want_answer, char *reason, size_t size) {
     if (size > 0) reason[0] = 0;
     int any_local = 0, any_tried = 0;
     char *list = strdup(uris ? uris : "");
@@ -608,7 +608,7 @@ int puff_ldap_probe(const char *uris, int timeout_ms, char *reason, size_t size)
             } else {
                 memcpy(address.sun_path, path, strlen(path));
                 any_tried = 1;
-                int error = probe_connect(AF_UNIX, (struct sockaddr *)&address, sizeof address, timeout_ms);
+                int error = probe_connect(AF_UNIX, (struct sockaddr *)&address, sizeof address, timeout_ms, want_answer);
                 if (error == 0) {
                     ldap_free_urldesc(url);
                     free(list);
@@ -640,7 +640,7 @@ int puff_ldap_probe(const char *uris, int timeout_ms, char *reason, size_t size)
         }
         for (struct addrinfo *each = found; each; each = each->ai_next) {
             any_tried = 1;
-            int error = probe_connect(each->ai_family, each->ai_addr, each->ai_addrlen, timeout_ms);
+            int error = probe_connect(each->ai_family, each->ai_addr, each->ai_addrlen, timeout_ms, want_answer);
             if (error == 0) {
                 freeaddrinfo(found);
                 ldap_free_urldesc(url);

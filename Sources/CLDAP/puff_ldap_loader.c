@@ -33,7 +33,7 @@ struct table {
     int (*modify)(LDAP *, const char *, const puff_ldap_change *, int, int);
     const char *(*error_text)(int);
     void (*diagnostic)(LDAP *, char *, size_t);
-    int (*probe)(const char *, int, char *, size_t);
+    int (*probe)(const char *, int, int, char *, size_t);
 };
 
 /* Set once, under `lock`, and never changed again. */
@@ -175,9 +175,9 @@ void puff_ldap_diagnostic(LDAP *ld, char *buffer, size_t size) {
     }
 }
 
-int puff_ldap_probe(const char *uris, int timeout_ms, char *reason, size_t size) {
+int puff_ldap_probe(const char *uris, int timeout_ms, int want_answer, char *reason, size_t size) {
     const struct table *t = table();
-    if (t) return t->probe(uris, timeout_ms, reason, size);
+    if (t) return t->probe(uris, timeout_ms, want_answer, reason, size);
     if (size > 0) snprintf(reason, size, "%s", "the LDAP client library is not loaded");
     return PUFF_LDAP_PROBE_LOCAL;
 }

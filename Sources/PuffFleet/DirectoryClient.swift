@@ -251,7 +251,8 @@ public final class DirectoryConnection {
     private static func confirmedUnreachable(_ code: Int32, _ message: String, _ settings: DirectorySettings) -> StoreError {
         var buffer = [CChar](repeating: 0, count: 256)
         let found = settings.uris.joined(separator: " ").withCString { uris in
-            puff_ldap_probe(uris, Int32(clamping: settings.networkTimeout * 1000), &buffer, buffer.count)
+            // After LDAP_TIMEOUT the connect alone decides (below); otherwise the server must also answer.
+            puff_ldap_probe(uris, Int32(clamping: settings.networkTimeout * 1000), code == -5 ? 0 : 1, &buffer, buffer.count)
         }
         let reason = buffer.withUnsafeBufferPointer { $0.baseAddress.flatMap { String(validatingCString: $0) } } ?? ""
         switch found {

@@ -105,9 +105,11 @@ struct GestureLoginTests {
         let bob = try TestUsers.ensure("puff-it-bob")
         let fixture = try Fixture(moduleArguments: "deny=100")
         try enrolled(fixture, alice)
-        // Bob's picture is 600x450 (a PNG header is all stb needs to read the size).
+        // Bob's picture is 600x450: the test picture scaled (enrollment decodes it whole).
         let bobPicture = fixture.root + "/bob.png"
-        try Data(Self.pngHeader(width: 600, height: 450)).write(to: URL(fileURLWithPath: bobPicture))
+        let scaled = try run("/usr/bin/convert", [Self.picture, "-resize", "600x450!", bobPicture])
+        #expect(scaled.status == 0, "convert: \(scaled.errors)")
+        chmod(bobPicture, 0o644)
         let bobGesture = Self.wire(Self.genuine.map { ($0.kind, $0.points.map { ($0.0 * 1.5, $0.1 * 1.5) }) },
                                    width: 600, height: 450)
         try enrolled(fixture, bob, picture: bobPicture, gesture: bobGesture)

@@ -24,7 +24,7 @@ typedef struct ldap LDAP;
 /* Returned by every call when the implementation could not be loaded (never an LDAP code). */
 #define PUFF_LDAP_UNAVAILABLE (-1000)
 /* The version of this interface; the loader refuses a puff-ldap.so of another one. */
-#define PUFF_LDAP_ABI 2
+#define PUFF_LDAP_ABI 3
 PUFF_LDAP_API int puff_ldap_abi(void);
 
 /* Whether the implementation is there: 1 when linked directly or already loaded, else 0. */
@@ -119,6 +119,9 @@ enum {
  * ldapi:// URIs): connects once more to every address of every server, from a fresh socket
  * with no libldap in the way, each bounded by `timeout_ms`, and says why it failed. The first
  * failure that is not the network's is described in `reason` (may be empty). */
-PUFF_LDAP_API int puff_ldap_probe(const char *uris, int timeout_ms, char *reason, size_t size);
+/* With `want_answer`, a connection its server's kernel accepted counts only when the server
+ * also answers on it within `timeout_ms` (a stopped or hung server is silent: out of reach);
+ * without, the connect alone (for a caller whose libldap already saw an operation time out). */
+PUFF_LDAP_API int puff_ldap_probe(const char *uris, int timeout_ms, int want_answer, char *reason, size_t size);
 
 #endif
