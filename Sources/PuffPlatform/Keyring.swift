@@ -121,7 +121,9 @@ public struct KeyringStore {
         let root = try RecordStore(directory: directory, session: session).openRoot()
         let copies = try session.subdirectory(Self.subdirectory, of: root, creatingWith: 0o700)
         copies.trusted.removeLeftovers(of: account.name.value)
-        try copies.trusted.replaceFile(account.name.value, with: file.encoded())
+        // `.ordered`: a crash leaves the old copy or the new one, whole; losing the new one only
+        // means the next password login keeps it again (one fsync a login, not two).
+        try copies.trusted.replaceFile(account.name.value, with: file.encoded(), durability: .ordered)
     }
 
     /// `account`'s copy as stored, or `nil` when there is none. A copy naming another user or

@@ -673,6 +673,8 @@ extension LoggingTests {
             // Issue 26: the services told the state at a login screen.
             BadArgument(argument: "tell_state=../lightdm", logged: "tell_state: must list 1 to 16 PAM service names"),
             BadArgument(argument: "tell_state=lightdm,", logged: "tell_state: must list 1 to 16 PAM service names"),
+            // Issue 33: the login keyring.
+            BadArgument(argument: "keyring=maybe", logged: "keyring: must be yes or no"),
         ])
         func outOfRangeArgument(_ bad: BadArgument) throws {
             // After `nullok`: a bad value must not leave the module ignoring anyone.

@@ -510,7 +510,19 @@ struct UnprivilegedTests {
         let login = try stage.fixture.authenticate(dave, replies: ["135790"], service: "puff-keyring")
         #expect(login.lines.last == "RESULT 0 Success", "\(login.output)")
         #expect((try? String(contentsOfFile: seen, encoding: .utf8)) == "Sys-pass-4821")
-        // An administrator's change knows no old passcode: the copy goes.
+        let since = try #require(try stage.fixture.status(dave)["keyring_since"] as? Int)
+        #expect(abs(since - Int(Date().timeIntervalSince1970)) < 600)
+        let shown = try run(Artefacts.enroll, ["status", "--user", dave] + stage.fixture.storeArguments)
+        #expect(shown.lines.contains { $0.hasPrefix("Keyring: \(dave)'s system password is kept") }, "\(shown.output)")
+        // `keyring forget` drops it (and says so when there is none).
+        let forget = try run(Artefacts.enroll, ["keyring", "forget", "--user", dave] + stage.fixture.storeArguments)
+        #expect(forget.status == 0, "\(forget.errors)")
+        #expect(!FileManager.default.fileExists(atPath: copy))
+        #expect(try stage.fixture.status(dave)["keyring_since"] is NSNull)
+        #expect(try run(Artefacts.enroll, ["keyring", "forget", "--user", dave] + stage.fixture.storeArguments).status == 4)
+        // An administrator's change knows no old passcode: a copy kept meanwhile goes.
+        #expect(try selfEnroll(stage, dave, ["passcode"], input: "135790\n246801\n").status == 0)
+        try stage.fixture.write(copy, second, mode: 0o600)
         #expect(try stage.fixture.enroll(dave, "583920").status == 0)
         #expect(!FileManager.default.fileExists(atPath: copy))
     }
