@@ -20,12 +20,12 @@ enum LockExit {
     static let cancelled: Int32 = 2
 }
 
-/// `puff-lock`: the X11 screen locker for Puff's picture password and passcode.
+/// `puff-lock`: the X11 and Wayland screen locker for Puff's picture password and passcode.
 @main
 struct PuffLock: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "puff-lock",
-        abstract: "Lock the X11 screen until you draw your Puff gesture or type your passcode.",
+        abstract: "Lock the X11 or Wayland session until you draw your Puff gesture or type your passcode.",
         discussion: """
         Covers every screen, grabs the keyboard and the pointer (and refuses to lock, saying \
         why, when it cannot), and starts an authentication process that draws the lock screen \
@@ -36,6 +36,10 @@ struct PuffLock: ParsableCommand {
         Backspace or ↶ removes the last part, Esc clears; typing switches to the passcode. \
         Prompts of other modules in the PAM service are answered in the same window. Run it as \
         the user whose session it locks (never as root): `xss-lock -- puff-lock`. \
+        With WAYLAND_DISPLAY set it locks through the compositor's ext-session-lock-v1 \
+        protocol instead (sway 1.8 and later, Hyprland, river, labwc, niri), which keeps every \
+        output covered until it unlocks, also if it dies; it refuses to start on a compositor \
+        without the protocol. \
         Exit status: 0 unlocked, 69 could not lock, 77 run as root. \
         With --draw --picture FILE it locks nothing: it opens an ordinary window on the picture \
         and prints the gesture drawn there in the wire format on stdout (exit 0; 2 when \

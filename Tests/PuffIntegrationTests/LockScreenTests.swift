@@ -88,7 +88,7 @@ struct LockScreenTests {
             let quoted = command.map { "'" + $0 + "'" }.joined(separator: " ")
             let shadow = systemPassword ? "mount --bind \(stage.shadow) /etc/shadow && " : ""
             let script = "mount --bind \(stage.fixture.etc) /etc/puff && mount --bind \(stage.fixture.state) /var/lib/puff && " + shadow
-                + beforeExec + "exec setpriv --reuid=\(user) --regid=\(user) --init-groups /usr/bin/env DISPLAY=\(server.display) "
+                + beforeExec + "exec setpriv --reuid=\(user) --regid=\(user) --init-groups /usr/bin/env -u WAYLAND_DISPLAY DISPLAY=\(server.display) "
                 + environment.map { "'\($0)' " }.joined() + "\(quoted) 2>>'\(log)'"
             let pid = try TmuxPane.spawn("/usr/bin/unshare", ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script])
             super.init(pid: pid, log: log, group: false)
@@ -541,7 +541,7 @@ struct LockScreenTests {
     }
 
     @Test func itRefusesToRunAsRoot() throws {
-        let result = try run(Self.lockBinary, ["--pam-confdir", "/nonexistent"], environment: ["DISPLAY": ":0"])
+        let result = try run(Self.lockBinary, ["--pam-confdir", "/nonexistent", "--backend", "x11"], environment: ["DISPLAY": ":0"])
         #expect(result.status == 77)
         #expect(result.errors.contains("refusing to run as root"))
     }
