@@ -79,9 +79,8 @@ int puff_helper_reset_scheduling(void) {
         return -1;
     }
     // Out of the caller's session, and so out of its autogroup, whose nice value its user may
-    // raise (/proc/PID/autogroup). Not possible for a process group leader: the setuid helper
-    // run from a shell for its caller's own account, whose own locks are all it takes; the
-    // service calls, started by the module, are never one (Service.swift checks).
+    // raise (/proc/PID/autogroup). Not possible for a process group leader (the setuid helper
+    // run straight from a user's shell); the module never starts the helper as one.
     if (setsid() < 0 && errno != EPERM) { failed_step = "setsid"; return -1; }
     failed_step = NULL;
     return 0;

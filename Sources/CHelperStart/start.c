@@ -36,5 +36,3 @@ static void (*const puff_helper_preinit)(int, char **, char **) = puff_helper_dr
 int puff_helper_dropped_environment(void) { return dropped; }
 
 int puff_helper_scheduling_was_reset(void) { return scheduled == 0; }
-
-int puff_helper_leads_own_session(void) { return getsid(0) == getpid(); }

@@ -302,7 +302,10 @@ public struct LockoutStore {
             if held.writer.isInPlace { return try held.writer(tally) }
         }
         try prepareDecoys()
-        try hold(name).writer(tally)
+        // Bound to a name: a temporary `Held` would close the counter (and drop the lock)
+        // before its writer writes into it.
+        let held = try hold(name)
+        try held.writer(tally)
     }
 
     /// Makes the decoy counters that are missing (or of an older layout), so that no refusal

@@ -30,16 +30,11 @@ enum Service {
             HelperLog.write(LOG_NOTICE, "uid \(uid): \(operation.rawValue) refused: it serves callers whose real uid is root only")
             return HelperExit.usage
         }
-        // Before any lock: out of every cgroup a user could freeze or throttle (cgroup.c), and
-        // out of the caller's session, whose autogroup's nice value its user may raise (the
-        // start-up code's setsid, which fails only for a process group leader; the module
-        // never starts one).
+        // Before any lock: out of every cgroup a user could freeze or throttle (cgroup.c). (The
+        // start-up code also left the caller's session, and so the autogroup whose nice value
+        // its user may raise: setsid fails only for a process group leader, which the module
+        // never starts; root may, and is no one to guard against.)
         guard leaveUserCgroups(operation) else { return HelperExit.failure }
-        guard puff_helper_leads_own_session() != 0 else {
-            HelperLog.write(LOG_ERR, "\(operation.rawValue): started as a process group leader, so still in its caller's session "
-                            + "(and autogroup); failing closed, nothing counted")
-            return HelperExit.failure
-        }
         guard let request = try? readRequest() else {
             HelperLog.write(LOG_NOTICE, "\(operation.rawValue): malformed request; nothing counted")
             return HelperExit.usage

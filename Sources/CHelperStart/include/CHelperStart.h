@@ -18,9 +18,6 @@ int puff_helper_scheduling_was_reset(void);
 /// The step of `puff_helper_reset_scheduling` that failed, or NULL.
 const char *puff_helper_scheduling_failure(void);
 
-/// Whether the process leads a session of its own (the start-up code's setsid took).
-int puff_helper_leads_own_session(void);
-
 /// setresuid(0, 0, 0), checked: 0, or -1 when a uid is still not root. For the setuid helper
 /// run by an ordinary user, once it knows who called it: no signal, scheduling or I/O
 /// priority change of that user reaches it afterwards (scheduling.c).
