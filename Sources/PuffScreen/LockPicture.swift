@@ -8,6 +8,9 @@ import PuffPlatform
 package final class LockPicture {
     package struct LoadError: Error, CustomStringConvertible {
         package let description: String
+        /// The file is there but is no picture the decoder can show (truncated, damaged), as
+        /// opposed to missing or unreadable: the screens say which.
+        package var undecodable = false
     }
 
     package let width: Int
@@ -28,7 +31,7 @@ package final class LockPicture {
         do {
             decoded = try UserPicture(path: path)
         } catch {
-            throw LoadError(description: error.description)
+            throw LoadError(description: error.description, undecodable: error.undecodable)
         }
         try self.init(decoded, path: path)
     }

@@ -19,6 +19,8 @@ package final class LockSession: PAMConversation {
     package let display: any LockScreenDisplay
     package let user: String
     package let picture: LockPicture?
+    /// The store holds a picture for the user that could not be decoded (said so, not "no picture").
+    package var pictureUndecodable = false
     package let printLayout: Bool
     /// The bar's title.
     package let title: String
@@ -306,7 +308,10 @@ package final class LockSession: PAMConversation {
         // The discreet prompt (no keypad named) says nothing about the account: no picture is
         // then no error, only a passcode screen.
         if request.prompt.acceptsGesture && picture == nil && request.prompt != .passcodeOrGesture(nil) {
-            messages.append(.init(text: "No picture for \(user) in the Puff store: the gesture cannot be drawn.", isError: true))
+            let why = pictureUndecodable ? "The picture for \(user) in the Puff store could not be decoded"
+                                         : "No picture for \(user) in the Puff store"
+            messages.append(.init(text: why + ": the gesture cannot be drawn.", isError: true))
+            Report.warn(why)
             if case .gestureOnly = request.prompt {
                 // Nothing can be answered here; an empty reply is refused by the module and never counted.
                 request.panel = .none

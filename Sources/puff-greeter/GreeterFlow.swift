@@ -50,14 +50,14 @@ final class GreeterFlow {
     /// The picture `name` enrolled, if any (the store's pictures/ are world-readable; a name
     /// that is not a valid user name is never made into a path).
     /// Decoded in the client kit's confined child (`UserPicture`), never in the greeter.
-    private func picture(for name: String) -> LockPicture? {
-        guard let user = UserName(name) else { return nil }
+    private func picture(for name: String) -> (LockPicture?, undecodable: Bool) {
+        guard let user = UserName(name) else { return (nil, false) }
         let path = UserPicture.path(directory: directory, user: user.value)
         do {
-            return try LockPicture(path: path)
+            return (try LockPicture(path: path), false)
         } catch {
             Report.warn("\(error)")
-            return nil
+            return (nil, error.undecodable)
         }
     }
 
@@ -66,8 +66,10 @@ final class GreeterFlow {
     private func authenticate(_ name: String) -> Bool {
         let shownName = chooser.users.first { $0.name == name }?.displayName ?? name
         let host = connection.hostName
-        let session = LockSession(display: display, user: name, picture: picture(for: name), printLayout: printLayout,
+        let (shown, undecodable) = picture(for: name)
+        let session = LockSession(display: display, user: name, picture: shown, printLayout: printLayout,
                                   title: host.isEmpty ? shownName : "\(shownName) · \(host)", cancellable: true)
+        session.pictureUndecodable = undecodable
         session.gestureBudget = connection.answerBudget
         session.submitLabel = "✓ Log in"
         session.showsClock = true

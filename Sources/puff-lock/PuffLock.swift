@@ -291,14 +291,17 @@ struct PuffLock: ParsableCommand {
         // X connection.
         _ = puff_cloexec_from(3)
         var picture: LockPicture?
+        var undecodable = false
         do {
             picture = try LockPicture(path: UserPicture.path(directory: dir, user: name))
         } catch {
             // Users without a gesture have no picture; the passcode keypad is shown alone.
             picture = nil
+            undecodable = error.undecodable
         }
         let session = LockSession(display: display, user: name, picture: picture, printLayout: printLayout,
                                   title: "Locked: " + Self.shownName(name), cancellable: false)
+        session.pictureUndecodable = undecodable
         session.theme = LockTheme.named(theme) ?? .dark
         if !frames { session.backdrop = backdrop.map { Pixmap($0) } }
         session.showsClock = true
