@@ -47,7 +47,7 @@ final class GreeterFlow {
         }
     }
 
-    /// The picture `name` enrolled, if any (the store's pictures/ are world-readable; a name
+    /// The picture `name` enrolled, if any (each picture in the store's pictures/ is readable by name; a name
     /// that is not a valid user name is never made into a path).
     /// Decoded in the client kit's confined child (`UserPicture`), never in the greeter.
     private func picture(for name: String) -> (LockPicture?, undecodable: Bool) {
