@@ -149,6 +149,6 @@ let package = Package(
         .testTarget(name: "PuffCoreTests", dependencies: ["PuffCore", "PuffSimulation"]),
         .testTarget(name: "PuffPlatformTests", dependencies: ["PuffCore", "PuffPlatform"]),
         .testTarget(name: "PuffClientTests", dependencies: ["PuffCore", "PuffPlatform", "PuffClient", "PuffClientPicture", "CPictureDecoder", "CPAM"]),
-        .testTarget(name: "PuffIntegrationTests", dependencies: ["PuffCore", "PuffPlatform"]),
+        .testTarget(name: "PuffIntegrationTests", dependencies: ["PuffCore", "PuffPlatform", "PuffFleet"]),
     ]
 )

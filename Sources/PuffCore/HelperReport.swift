@@ -1,6 +1,6 @@
 /// What `puff-check`, the setuid helper, tells its caller: never a secret or a template, only
 /// the state the module needs to prompt and to report. Text in the store's `key value` shape.
-/// It is the encoding of the Authenticator's state and outcome; the mapping both ways is
+/// It is the encoding of the FilesStore's state and outcome; the mapping both ways is
 /// PuffPlatform's HelperReportMapping.swift.
 public struct HelperReport: Equatable, Sendable {
     /// What the helper did.

@@ -8,6 +8,10 @@ import PuffPlatform
 final class DirectoryLink {
     private var connection: DirectoryConnection?
     private var unreachable: String?
+    /// The user's entry as the login read it before the prompt: the attempt goes by it, so a
+    /// login reads the entry once (the count's post-read and the settle's compare-and-swap
+    /// catch what other hosts changed since).
+    var read: (name: UserName, entry: DirectoryEntry, record: UserRecord)?
 
     /// The connection, opened now or held; `directoryUnreachable` once it was found out of reach.
     func open(_ settings: DirectorySettings, session: StoreSession) throws(StoreError) -> DirectoryConnection {
@@ -24,7 +28,7 @@ final class DirectoryLink {
     }
 }
 
-/// Fleet mode online, for the engine (`Authenticator.run`): an attempt is counted in the
+/// Fleet mode online, for the engine (`AttemptEngine`): an attempt is counted in the
 /// directory (one Modify-Increment whose post-read count numbers it in the fleet's run) and
 /// in the local counter; the lock is the fleet's.
 struct DirectoryCounter: AttemptCounter {
@@ -33,16 +37,12 @@ struct DirectoryCounter: AttemptCounter {
     let account: Account
     /// The entry and record as read just before the attempt (nil: no Puff record).
     let firstRead: (entry: DirectoryEntry, record: UserRecord)?
-    let isGesture: Bool
 
     private var options: PuffOptions { store.options }
 
-    func key() throws(StoreError) -> SecureBytes { try store.fleetKey() }
-
-    func count(at time: Int64, _ admit: (UserRecord, Tally, String) throws(StoreError) -> Admission)
-        throws(StoreError) -> CountStep {
+    func count(_ rules: AdmissionRules, key: borrowing SecureBytes) throws(StoreError) -> CountStep {
         let host = fleetHostName(options.directory)
-        let isRoot = account.uid == 0
+        let time = rules.time
         guard let first = firstRead, first.record.hasAnyFactor else {
             // The directory says there is no record: a cached copy must not outlive it.
             if store.fleetCacheEnabled { try store.fleetCache.remove(account.name) }
@@ -79,29 +79,28 @@ struct DirectoryCounter: AttemptCounter {
             }
         }
         let view = options.lockout.fleetTally(fleet, local: try store.counters.read(account.name))
-        let template: GestureTemplate?
-        switch try admit(record, view, entry.dn) {
-        case .decided(let outcome): return .decided(outcome)
-        case .count(let opened): template = opened
+        if let refusal = rules.refusal(record, view) { return .decided(refusal) }
+        // Opened before counting: a store problem must not cost an attempt.
+        var template: GestureTemplate?
+        if rules.isGesture, let gesture = record.gesture {
+            template = try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: key, path: entry.dn)
         }
         // Counted in the directory first; an attempt it cannot count is never verified.
         let counted = try connection.countFailure(dn: entry.dn, now: time, host: host)
-        let local = try store.authenticator.countLocally(account.name, at: time, record: { () throws(StoreError) -> UserRecord? in record },
-                                                         view: { $0 }, source: entry.dn, isGesture: isGesture,
-                                                         { _, _, _ throws(StoreError) -> Admission in .count(template: nil) })
-        guard case .counted(_, _, let localBefore, let localAfter) = local else {
-            // The record is the directory's: the local step always counts.
-            return .decided(.locked(.lockedUntilReset))
+        let (localBefore, localAfter) = try store.counters.update(account.name) { tally, save throws(StoreError) -> (Tally, Tally) in
+            let before = tally
+            tally = rules.counting(before)
+            try save(tally)
+            return (before, tally)
         }
         let after = options.lockout.fleetTally(FleetCounter(failures: counted, lastFailure: time, adminLock: fleet.adminLock),
                                                local: localAfter)
-        return .counted(CountedAttempt(record: record, template: template, failures: counted,
-                                       lock: options.lockout.status(of: after, now: time, isRoot: isRoot),
+        return .counted(CountedAttempt(record: record, template: template, failures: counted, lock: rules.lock(after: after),
                                        failure: .init(user: account.name, before: localBefore, after: localAfter,
                                                       countedInDirectory: true),
                                        origin: "fleet failure \(counted) counted by \(host)",
                                        mayVerify: options.lockout.fleetMayVerify(before: fleet.failures, counted: counted,
-                                                                                 isRoot: isRoot),
+                                                                                 isRoot: rules.isRoot),
                                        directoryCount: counted))
     }
 
@@ -110,13 +109,15 @@ struct DirectoryCounter: AttemptCounter {
     /// other hosts counted since stay; a passcode success also lifts an administrator's lock
     /// and stores a rehash, a gesture's success a migrated template; the local counter is
     /// settled as in the files store.
-    func settle(_ attempt: CountedAttempt, passcodeUsed: Bool, upgrade: RecordUpgrade?, at time: Int64,
-                _ stillValid: (UserRecord?, Bool) -> Authenticator.Outcome?) throws(StoreError) -> Authenticator.Outcome {
+    func settle(_ attempt: CountedAttempt, _ rules: AdmissionRules, passcodeUsed: Bool, upgrade: RecordUpgrade?,
+                check: SettleCheck) throws(StoreError) -> AttemptOutcome {
+        let time = rules.time
         var settled = false
         var latest: (record: UserRecord, counter: FleetCounter)?
         for _ in 0..<4 where !settled {
             let found = try store.fleetRecord(connection, account)
-            if let refused = stillValid(found?.record, found?.entry.adminLock ?? false) { return refused }
+            if let refused = check.refusal(current: found?.record, adminLock: found?.entry.adminLock ?? false,
+                                           failures: attempt.failures, lock: attempt.lock, origin: attempt.origin) { return refused }
             guard let found else { return .locked(.lockedUntilReset) }
             var counter = try FleetStore.fleetCounter(found.entry)
             let current = counter.failures
@@ -165,8 +166,10 @@ struct DirectoryCounter: AttemptCounter {
             }
         }
         try store.counters.update(account.name) { tally, save throws(StoreError) in
-            try store.authenticator.settleCounter(&tally, of: attempt.failure.after.serial, passcodeUsed: passcodeUsed,
-                                                  at: time, save)
+            if let next = rules.settled(tally, serial: attempt.failure.after.serial, passcodeUsed: passcodeUsed) {
+                try save.lowering(next)
+                tally = next
+            }
             // The state this success left in the directory, for logins while it is out of reach.
             if store.fleetCacheEnabled, let latest {
                 try store.refreshFleetCache(account, record: latest.record, counter: latest.counter)
@@ -177,7 +180,12 @@ struct DirectoryCounter: AttemptCounter {
 
     /// One failure off the directory's count and the local attempt taken back.
     func takeBack(_ attempt: CountedAttempt) throws(StoreError) {
-        _ = try store.takeBack(account.name)
-        try store.authenticator.takeBack(attempt.failure.after.serial, for: account.name)
+        _ = try store.takeBackInDirectory(account.name)
+        let deny = options.lockout.deny
+        try store.counters.update(account.name) { tally, save throws(StoreError) in
+            guard let next = tally.takingBack(serial: attempt.failure.after.serial, deny: deny) else { return }
+            try save(next)
+            tally = next
+        }
     }
 }

@@ -49,16 +49,14 @@ extension FleetStore {
     /// then lags the latest read by less than this).
     static let cacheRewriteInterval: Int64 = 60
 
-    /// `subject(for:)` offline.
+    /// The subject offline, from the cached copy.
     @inline(never)
     func offlineSubject(_ account: Account, unreachable why: String) throws(StoreError) -> Subject {
         let time = now()
         let entry = try usableCacheEntry(account, unreachable: why, at: time)
         guard entry.record.hasAnyFactor else { return .notEnrolled(reason: "no Puff record in the cached copy") }
         let tally = options.lockout.offlineTally(entry.counter, local: try counters.read(account.name))
-        return .enrolled(.init(account: account, record: entry.record, tally: tally,
-                               lock: options.lockout.status(of: tally, now: time, isRoot: account.uid == 0),
-                               acceptance: options.quickFactor.acceptance(of: entry.record, tally, bootID: bootID(), now: time)))
+        return .enrolled(.init(account: account, record: entry.record, tally: tally, options: options, bootID: bootID(), now: time))
     }
 
     /// The `authsucc` take-back of a failure counted offline: one offline failure fewer to
@@ -89,7 +87,7 @@ extension FleetStore {
     }
 }
 
-/// Fleet mode offline, for the engine (`Authenticator.run`): against the cached record, the
+/// Fleet mode offline, for the engine (`AttemptEngine`): against the cached record, the
 /// attempt is counted in the local counter (raised to the fleet's failures and lock as cached)
 /// and as an offline failure in the cache, to be pushed to the directory at this host's next
 /// online attempt. Nothing is rehashed or migrated: the record is the directory's.
@@ -98,54 +96,50 @@ struct OfflineCounter: AttemptCounter {
     let account: Account
     /// Why the directory is out of reach, for the log line and the errors.
     let unreachable: String
-    let isGesture: Bool
 
-    func key() throws(StoreError) -> SecureBytes { try store.fleetKey() }
-
-    func count(at time: Int64, _ admit: (UserRecord, Tally, String) throws(StoreError) -> Admission)
-        throws(StoreError) -> CountStep {
+    func count(_ rules: AdmissionRules, key: borrowing SecureBytes) throws(StoreError) -> CountStep {
         let cache = store.fleetCache
         let lockout = store.options.lockout
-        var entry: FleetCacheEntry?
-        let step = try store.authenticator.countLocally(
-            account.name, at: time,
-            record: { () throws(StoreError) -> UserRecord? in
-                let usable = try store.usableCacheEntry(account, unreachable: unreachable, at: time)
-                entry = usable
-                return usable.record
-            },
-            view: { tally throws(StoreError) -> Tally in
-                guard let entry else { return tally }
-                return lockout.offlineTally(entry.counter, local: tally)
-            },
-            source: cache.path(account.name), isGesture: isGesture, admit,
-            extra: { () throws(StoreError) in
-                guard var counted = entry else { return }
-                if counted.offlineFailures < UInt32.max { counted.offlineFailures += 1 }
-                try cache.write(counted, for: account.name)
-            })
-        switch step {
-        case .decided(let outcome):
-            return .decided(outcome)
-        case .counted(let record, let template, let before, let after):
-            let fetched = entry?.fetched ?? time
-            return .counted(CountedAttempt(record: record, template: template, failures: after.failures,
-                                           lock: lockout.status(of: after, now: time, isRoot: account.uid == 0),
-                                           failure: .init(user: account.name, before: before, after: after),
+        let time = rules.time
+        return try store.counters.update(account.name) { tally, save throws(StoreError) -> CountStep in
+            var entry = try store.usableCacheEntry(account, unreachable: unreachable, at: time)
+            let record = entry.record
+            guard record.hasAnyFactor else { return .decided(.notEnrolled) }
+            // The local counter raised to the fleet's failures and lock as cached.
+            let view = lockout.offlineTally(entry.counter, local: tally)
+            if let refusal = rules.refusal(record, view) { return .decided(refusal) }
+            var template: GestureTemplate?
+            if rules.isGesture, let gesture = record.gesture {
+                template = try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: key, path: cache.path(account.name))
+            }
+            // The administrator's lock of the view is not written into the local counter.
+            var base = view
+            base.adminLock = tally.adminLock
+            let before = tally
+            tally = rules.counting(base)
+            try save(tally)
+            if entry.offlineFailures < UInt32.max { entry.offlineFailures += 1 }
+            try cache.write(entry, for: account.name)
+            return .counted(CountedAttempt(record: record, template: template, failures: tally.failures,
+                                           lock: rules.lock(after: tally),
+                                           failure: .init(user: account.name, before: before, after: tally),
                                            origin: "offline: the directory is unreachable, counted on this host only "
-                                               + "(cached record fetched \(time - fetched) s ago; pushed to the directory when it is back)"))
+                                               + "(cached record fetched \(time - entry.fetched) s ago; pushed to the directory when it is back)"))
         }
     }
 
-    func settle(_ attempt: CountedAttempt, passcodeUsed: Bool, upgrade: RecordUpgrade?, at time: Int64,
-                _ stillValid: (UserRecord?, Bool) -> Authenticator.Outcome?) throws(StoreError) -> Authenticator.Outcome {
+    func settle(_ attempt: CountedAttempt, _ rules: AdmissionRules, passcodeUsed: Bool, upgrade: RecordUpgrade?,
+                check: SettleCheck) throws(StoreError) -> AttemptOutcome {
         let cache = store.fleetCache
-        return try store.counters.update(account.name) { tally, save throws(StoreError) -> Authenticator.Outcome in
+        return try store.counters.update(account.name) { tally, save throws(StoreError) -> AttemptOutcome in
             let cached = try cache.read(account)
-            if let refused = stillValid(cached?.record, cached?.counter.adminLock ?? false) { return refused }
+            if let refused = check.refusal(current: cached?.record, adminLock: cached?.counter.adminLock ?? false,
+                                           failures: attempt.failures, lock: attempt.lock, origin: attempt.origin) { return refused }
             guard var current = cached else { return .locked(.lockedUntilReset) }
-            try store.authenticator.settleCounter(&tally, of: attempt.failure.after.serial, passcodeUsed: passcodeUsed,
-                                                  at: time, save)
+            if let next = rules.settled(tally, serial: attempt.failure.after.serial, passcodeUsed: passcodeUsed) {
+                try save.lowering(next)
+                tally = next
+            }
             // The run before this success is over on this host: neither it nor the fleet
             // failures cached before it count offline any more, nor go to the directory.
             current.offlineFailures = min(current.offlineFailures, tally.failures)
@@ -156,7 +150,12 @@ struct OfflineCounter: AttemptCounter {
     }
 
     func takeBack(_ attempt: CountedAttempt) throws(StoreError) {
-        try store.authenticator.takeBack(attempt.failure.after.serial, for: account.name)
+        let deny = store.options.lockout.deny
+        try store.counters.update(account.name) { tally, save throws(StoreError) in
+            guard let next = tally.takingBack(serial: attempt.failure.after.serial, deny: deny) else { return }
+            try save(next)
+            tally = next
+        }
         try store.offlineTakeBack(account.name)
     }
 }

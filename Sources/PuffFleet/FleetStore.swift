@@ -14,21 +14,25 @@ import PuffPlatform
 /// Its own target (PuffFleet), linked by the helper and `puff-enroll` only: the module cannot
 /// import it, so it cannot link the directory client or libldap by construction. One login
 /// holds one `FleetStore` and so opens at most one connection (`DirectoryLink`).
-public struct FleetStore {
-    /// The files store's authenticator: the local counter, the clock, the session.
-    public let authenticator: Authenticator
+public struct FleetStore: StoreBackend {
+    /// This host's files store: the local counter, the clock, the session.
+    public var files: FilesStore
     /// The login's one connection, opened at its first use.
     let link = DirectoryLink()
 
-    /// The fleet store over `authenticator`'s options and session.
-    public init(_ authenticator: Authenticator) { self.authenticator = authenticator }
+    /// The fleet store beside `files`, this host's store under the same options and session.
+    public init(_ files: FilesStore) { self.files = files }
 
-    var options: PuffOptions { authenticator.options }
-    var session: StoreSession { authenticator.session }
-    var counters: LockoutStore { authenticator.counters }
-    var hasher: PasscodeHasher { authenticator.hasher }
-    func now() -> Int64 { authenticator.now() }
-    func bootID() -> String? { authenticator.bootID() }
+    public var options: PuffOptions { files.options }
+    public var session: StoreSession { files.session }
+    public var evenRefusals: Bool {
+        get { files.evenRefusals }
+        set { files.evenRefusals = newValue }
+    }
+    var counters: LockoutStore { files.counters }
+    var hasher: PasscodeHasher { PasscodeHasher(cost: options.kdf) }
+    func now() -> Int64 { files.now() }
+    func bootID() -> String? { session.bootID() }
 
     /// The login's connection (opened now, or the one it holds); a directory found out of reach
     /// once is out of reach for the rest of the login, without another wait.
@@ -36,9 +40,6 @@ public struct FleetStore {
         try link.open(options.directory, session: session)
     }
 
-    typealias Subject = Authenticator.Subject
-    typealias Outcome = Authenticator.Outcome
-    typealias CountedFailure = Authenticator.CountedFailure
     /// The fleet key (`fleet_key`).
     func fleetKey() throws(StoreError) -> SecureBytes {
         try SecretFile.fleetKey(options.directory.fleetKeyPath, session: session, tpm: options.tpm)
@@ -71,9 +72,8 @@ public struct FleetStore {
         return FleetCounter(failures: count, lastFailure: max(0, entry.lastFailure ?? 0), adminLock: entry.adminLock)
     }
 
-    /// `subject(for:)` in fleet mode.
     @inline(never)
-    func subject(of account: Account) throws(StoreError) -> Subject {
+    public func subject(of account: Account) throws(StoreError) -> Subject {
         let found: (entry: DirectoryEntry, record: UserRecord)?
         do {
             found = try fleetRecord(try directory(), account)
@@ -85,6 +85,7 @@ public struct FleetStore {
             return .notEnrolled(reason: "no Puff record in the directory")
         }
         let counter = try Self.fleetCounter(found.entry)
+        link.read = (account.name, found.entry, found.record)
         if fleetCacheEnabled {
             // A login refused here (locked) never reaches the attempt: the lock must reach the
             // offline copy all the same.
@@ -92,45 +93,58 @@ public struct FleetStore {
                 try refreshFleetCache(account, record: found.record, counter: counter)
             }
         }
-        let local = try counters.read(account.name)
-        let tally = options.lockout.fleetTally(counter, local: local)
-        let time = now()
-        return .enrolled(.init(account: account, record: found.record, tally: tally,
-                               lock: options.lockout.status(of: tally, now: time, isRoot: account.uid == 0),
-                               acceptance: options.quickFactor.acceptance(of: found.record, tally, bootID: bootID(), now: time)))
+        let tally = options.lockout.fleetTally(counter, local: try counters.read(account.name))
+        return .enrolled(.init(account: account, record: found.record, tally: tally, options: options, bootID: bootID(), now: now()))
     }
 
-    /// `attempt(_:for:)` in fleet mode, for an enrolled account: the engine
-    /// (`Authenticator.run`) counting in the directory (`DirectoryCounter`), or, when the
-    /// directory is out of reach before anything was counted, on this host against the cached
-    /// record (`OfflineCounter`). A directory lost after the first read fails closed.
+    /// The engine (`AttemptEngine`) counting in the directory (`DirectoryCounter`), or, when
+    /// the directory is out of reach before anything was counted, on this host against the
+    /// cached record (`OfflineCounter`). A directory lost after the first read fails closed.
     @inline(never)
-    func attempt(_ secret: borrowing SecureBytes, _ account: Account, asProofForChange: Bool,
-                 counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
+    public func attempt(_ secret: borrowing SecureBytes, for subject: Subject, asProofForChange: Bool = false,
+                        counted countedFailure: inout CountedFailure?) throws(StoreError) -> AttemptOutcome {
         countedFailure = nil
-        let isGesture = secret.hasPrefix(GestureWire.prefix)
+        guard case .enrolled(let enrolled) = subject else {
+            return try files.attempt(secret, for: subject, asProofForChange: asProofForChange, counted: &countedFailure)
+        }
+        let account = enrolled.account
+        let engine = files.engine
         let counter: DirectoryCounter
         do throws(StoreError) {
-            // Read again: an enrollment or a reset on another host may have changed it.
+            // The entry as read before the prompt (what other hosts counted since, the
+            // increment's post-read shows; what they changed, the settle reads again).
             let connection = try directory()
-            counter = DirectoryCounter(store: self, connection: connection, account: account,
-                                       firstRead: try fleetRecord(connection, account), isGesture: isGesture)
+            var firstRead: (entry: DirectoryEntry, record: UserRecord)?
+            if let read = link.read, read.name == account.name {
+                firstRead = (read.entry, read.record)
+            } else {
+                firstRead = try fleetRecord(connection, account)
+            }
+            counter = DirectoryCounter(store: self, connection: connection, account: account, firstRead: firstRead)
         } catch .directoryUnreachable(let why) {
-            return try authenticator.run(secret, OfflineCounter(store: self, account: account, unreachable: why, isGesture: isGesture),
-                                         for: account, asProofForChange: asProofForChange, counted: &countedFailure)
+            return try engine.run(secret, OfflineCounter(store: self, account: account, unreachable: why), key: try fleetKey(),
+                                  for: account, asProofForChange: asProofForChange, counted: &countedFailure)
         }
         do throws(StoreError) {
-            return try authenticator.run(secret, counter, for: account, asProofForChange: asProofForChange, counted: &countedFailure)
+            return try engine.run(secret, counter, key: try fleetKey(), for: account, asProofForChange: asProofForChange,
+                                  counted: &countedFailure)
         } catch .directoryUnreachable(let lost) {
             throw .directory(lost + " (during the attempt)")
         }
     }
 
-    /// The `authsucc` take-back in fleet mode: one failure removed from the fleet counter
-    /// (never below 0), with a compare-and-swap so a failure another host counted meanwhile is
-    /// not lost; `false` when there was nothing to take back.
+    /// The `authsucc` take-back: one failure off the directory's count (or off the offline
+    /// failures to push) and the local counter's taken back.
+    public func takeBack(_ failure: CountedFailure) throws(StoreError) -> Bool {
+        let inDirectory = failure.countedInDirectory ? try takeBackInDirectory(failure.user) : false
+        if !failure.countedInDirectory { try offlineTakeBack(failure.user) }
+        return try files.takeBack(failure) || inDirectory
+    }
+
+    /// One failure removed from the fleet counter (never below 0), with a compare-and-swap so a
+    /// failure another host counted meanwhile is not lost; `false` when there was none.
     @inline(never)
-    func takeBack(_ name: UserName) throws(StoreError) -> Bool {
+    func takeBackInDirectory(_ name: UserName) throws(StoreError) -> Bool {
         let connection = try directory()
         for _ in 0..<4 {
             let entry = try fleetEntry(connection, name)
@@ -175,8 +189,8 @@ public struct FleetStore {
         try connection.modify(dn: entry.dn, changes + extra)
     }
 
-    /// `storePasscode` in fleet mode: hashed with the fleet key and written to the entry.
-    func storePasscode(_ passcode: borrowing SecureBytes, type: PasscodeType, for account: Account) throws(StoreError) {
+    /// Hashed with the fleet key and written to the entry.
+    public func storePasscode(_ passcode: borrowing SecureBytes, type: PasscodeType, for account: Account) throws(StoreError) {
         let key = try fleetKey()
         let prehash = try hasher.prehash(passcode, user: account.name, uid: account.uid, hostKey: key)
         let hash = try hasher.hash(prehash)
@@ -185,13 +199,13 @@ public struct FleetStore {
             record.passcode = StoredPasscode(type: type, hash: hash)
         }
         try counters.update(account.name) { tally, save throws(StoreError) in
-            tally = Authenticator.passcodeUsed(tally, at: time, boot: bootID())
+            tally = tally.passcodeUsed(at: time, boot: bootID())
             try save(tally)
         }
     }
 
-    /// `storeGesture` in fleet mode: sealed with the fleet key; the picture goes into the entry.
-    func storeGesture(_ template: GestureTemplate, picture: [UInt8], for account: Account) throws(StoreError) {
+    /// Sealed with the fleet key; the picture goes into the entry.
+    public func storeGesture(_ template: GestureTemplate, picture: [UInt8], for account: Account) throws(StoreError) {
         let key = try fleetKey()
         let sealed = try GestureSealing.seal(template, for: account, hostKey: key)
         let digest = SHA256.hex(picture)
@@ -211,17 +225,16 @@ public struct FleetStore {
         return entry
     }
 
-    /// `requirePasscode` in fleet mode: `puffAdminLock` set, for every host.
-    func requirePasscode(of name: UserName) throws(StoreError) {
+    /// `puffAdminLock` set, for every host.
+    public func requirePasscode(of name: UserName) throws(StoreError) {
         let connection = try directory()
         let entry = try fleetEntry(connection, name)
         try connection.modify(dn: entry.dn, [.replace("puffAdminLock", Array("TRUE".utf8))])
     }
 
-    /// The administrator's reset in fleet mode: the fleet's failures and lock cleared (every
-    /// host is unlocked at its next attempt) and this host's counter reset too. Returns the
-    /// fleet failures that were cleared.
-    public func reset(of name: UserName) throws(StoreError) -> UInt32 {
+    /// The fleet's failures and lock cleared (every host is unlocked at its next attempt) and
+    /// this host's counter reset too.
+    public func reset(of name: UserName) throws(StoreError) -> String? {
         let connection = try directory()
         let entry = try fleetEntry(connection, name)
         let cleared = try Self.fleetCounter(entry).failures
@@ -229,11 +242,11 @@ public struct FleetStore {
         try counters.reset(name)
         // The cached copy held the old lock state; the next online login caches it again.
         try fleetCache.remove(name)
-        return cleared
+        return "\(cleared) fleet failures cleared on \(fleetHostName(options.directory))"
     }
 
-    /// `removeEnrollment` in fleet mode: the Puff attributes and object class removed.
-    func removeEnrollment(of name: UserName) throws(StoreError) -> Bool {
+    /// The Puff attributes and object class removed.
+    public func removeEnrollment(of name: UserName) throws(StoreError) -> Bool {
         let connection = try directory()
         guard let entry = try connection.readUser(name), entry.isPuffUser else {
             _ = try fleetCache.remove(name)
@@ -251,14 +264,45 @@ public struct FleetStore {
         return true
     }
 
-    /// What `puff-enroll status` shows in fleet mode: the record, the tally this host goes
-    /// by, and the host that counted the latest failure.
-    public func status(of account: Account) throws(StoreError)
-        -> (record: UserRecord, tally: Tally, lastFailureHost: String?)? {
-        let connection = try directory()
-        guard let found = try fleetRecord(connection, account) else { return nil }
+    /// The record, the tally this host goes by and the host that counted the latest failure;
+    /// while the directory is out of reach, this host's cached copy.
+    public func status(of account: Account) throws(StoreError) -> StoreStatus {
         let local = try counters.read(account.name)
-        return (found.record, options.lockout.fleetTally(try Self.fleetCounter(found.entry), local: local),
-                found.entry.lastFailureHost)
+        var fleet = StoreStatus.Fleet(lastFailureHost: nil, unreachable: nil, cache: try cacheStatus(of: account),
+                                      cacheEnabled: fleetCacheEnabled)
+        do throws(StoreError) {
+            guard let found = try fleetRecord(try directory(), account) else { return StoreStatus(record: nil, tally: local, fleet: fleet) }
+            fleet.lastFailureHost = found.entry.lastFailureHost
+            return StoreStatus(record: found.record, tally: options.lockout.fleetTally(try Self.fleetCounter(found.entry), local: local),
+                               fleet: fleet)
+        } catch .directoryUnreachable(let why) {
+            // Offline (a laptop away from the directory): what an offline login goes by.
+            guard fleetCacheEnabled else { throw .directoryUnreachable(why) }
+            guard let cached = try offlineStatus(of: account) else {
+                throw .directoryUnreachable(why + "; no cached copy of \(account.name)'s record on this host")
+            }
+            fleet.unreachable = why
+            return StoreStatus(record: cached.record, tally: cached.tally, fleet: fleet)
+        }
+    }
+
+    /// The directory holds the records: no list of every user.
+    public func enrolledNames() throws(StoreError) -> [UserName]? { nil }
+
+    /// A fleet host has no host key: the fleet key peppers and seals every record.
+    public var recordKeyPath: String { options.directory.fleetKeyPath }
+
+    /// Counted on this host's counter: the system password is this host's to check.
+    public func countedAttempt(for account: Account, _ check: () throws(StoreError) -> Bool) throws(StoreError) -> AttemptOutcome {
+        try files.countedAttempt(for: account, check)
+    }
+
+    /// Fleet mode keeps no copy of the system password: a directory password opens every host.
+    public func captureKeyring(_ password: borrowing SecureBytes, for account: Account) throws(StoreError) -> KeyringCapture {
+        .noPasscode
+    }
+
+    public func releaseKeyring(_ passcode: borrowing SecureBytes, for account: Account) throws(StoreError) -> KeyringRelease {
+        .changed
     }
 }

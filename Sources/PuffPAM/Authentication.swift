@@ -77,8 +77,8 @@ extension ModuleContext {
         }
     }
 
-    /// The `authenticate` action: the user, where the store work runs, the state before the
-    /// prompt, the reply, one attempt, its outcome.
+    /// The `authenticate` action: the user, the route, the state before the prompt, the reply,
+    /// one attempt, its outcome.
     private func authenticateUser(_ options: PuffOptions, arguments: [String], session: StoreSession) -> ModuleResult {
         do {
             try Sodium.initialize()
@@ -94,29 +94,31 @@ extension ModuleContext {
             log(LOG_NOTICE, "could not obtain the user name (PAM code \(userStatus))")
             return .userNameUnavailable(userStatus)
         }
-        let route = StoreRoute.choose(directory: options.directory.isEnabled,
-                                      for: .module(effectiveUID: geteuid(), realUID: getuid()))
         let login = Login(user: rawName ?? "", forLog: LogText.escape(rawName ?? "(invalid)"), options: options,
-                          route: route,
                           // A root-run service whose caller is not the user (su to another
                           // account, sshd, login): the same prompt and messages for every
-                          // account name (issue 11, item 9). The keypad and lock hints stay
-                          // where the caller is the user (their locker or pad, su to themselves)
-                          // and in the services root listed in `tell_state` (a login screen).
+                          // account name. The keypad and lock hints stay where the caller is
+                          // the user and in the services root listed in `tell_state`.
                           discreet: geteuid() == 0 && !callerIsUser(rawName) && !tellsState(options))
-        if login.route == .ownHelper, let refused = refuseAnotherUser(login, rawName) { return refused }
-        let backend: Backend
+        let work: LoginWork
         do {
-            backend = try Backend.prepare(login.route, options, userName: login.user, arguments: arguments,
-                                          origin: serviceOrigin(), discreet: login.discreet, session: session)
+            // The route, decided once, before the prompt; tpm mode included.
+            var sealedKey = false
+            if geteuid() == 0, getuid() == 0 {
+                sealedKey = try RecordStore(directory: options.recordDirectory, session: session).hostKeyIsSealed()
+            }
+            let route = StoreRoute.choose(options, for: .module(effectiveUID: geteuid(), realUID: getuid(), sealedKey: sealedKey))
+            if route == .ownHelper, let refused = refuseAnotherUser(login, rawName) { return refused }
+            if route == .rootService { login.origin = serviceOrigin() }
+            work = try LoginWork(route, login, sealedKey: sealedKey, arguments: arguments, session: session)
         } catch {
             log(LOG_ERR, "user \(login.forLog): \(error); failing closed")
             return .failure(error)
         }
-        if let decided = decideBeforePrompt(login, backend) { return decided }
+        if let decided = decideBeforePrompt(login, work) { return decided }
         // One prompt from the contract and one round, for every user, enrolled or not.
         let secret: SecureBytes
-        switch obtainSecret(options, prompt: login.discreet ? Acceptance.discreetPrompt : backend.state.acceptance.prompt) {
+        switch obtainSecret(options, prompt: login.discreet ? Acceptance.discreetPrompt : work.state.acceptance.prompt) {
         case .secret(let bytes):
             secret = bytes
         case .empty:
@@ -131,76 +133,127 @@ extension ModuleContext {
             log(LOG_NOTICE, "user \(login.forLog): conversation failed (PAM code \(code)); not counted")
             return code == PAM_BUF_ERR ? .failure(.crypto("out of secure memory")) : .conversationError
         }
-        let outcome: Authenticator.Outcome
-        var counted: Authenticator.CountedFailure?
+        let outcome: AttemptOutcome
+        var counted: CountedFailure?
         do {
-            outcome = try attempt(secret, login, backend, &counted, arguments: arguments)
+            outcome = try work.attempt(secret, counted: &counted)
         } catch {
             log(LOG_ERR, "user \(login.forLog): \(error); failing closed")
             return .failure(error)
         }
         var pending: PendingFailure?
-        if let counted { pending = keepForTakeBack(counted, secret, login, session) }
-        return conclude(outcome, login, backend, secret, pending: pending)
+        if let counted { pending = keepForTakeBack(counted, secret, login, work, session) }
+        return conclude(outcome, login, work, secret, pending: pending)
     }
 
-    /// One attempt through `backend`. Tpm mode is found here, at no cost to file mode: the
-    /// first step of every attempt in the files store is reading `host.key`, and the module's
-    /// `StoreKey.read` answers `.tpm` when there is none but a sealed `host.key.tpm` (the
-    /// module has no TPM code: libtss2 reads TSS2_LOGFILE from the environment, which in su is
-    /// the user's; docs/admin/protection-at-rest.md). Nothing is counted or written before that read,
-    /// so the attempt starts again in the helper started with real uid root, which unseals.
-    /// The state before the prompt was the files store's own, as in file mode.
-    private func attempt(_ secret: borrowing SecureBytes, _ login: Login, _ backend: Backend,
-                         _ counted: inout Authenticator.CountedFailure?,
-                         arguments: [String]) throws(StoreError) -> Authenticator.Outcome {
-        // A loop rather than a second call: `Backend.attempt` is inlined once.
-        var backend = backend
-        while true {
-            do {
-                return try backend.attempt(secret, counted: &counted)
-            } catch {
-                guard case .tpm = error, case .local = backend else { throw error }
+    /// The store work of one login, where the route put it: the files store in this process
+    /// (sshd, login), the setuid helper for the caller's own account (a screen locker), or the
+    /// helper started with real uid root for a named user (su or sudo run by a user, fleet
+    /// mode, tpm mode).
+    enum LoginWork {
+        case files(FilesLogin)
+        case ownHelper(HelperClient, CredentialState)
+        case service(HelperClient.ServiceLogin)
+
+        /// Reads the state before the prompt on `route`.
+        init(_ route: StoreRoute, _ login: Login, sealedKey: Bool, arguments: [String], session: StoreSession) throws(StoreError) {
+            var files = FilesStore(options: login.options, session: session)
+            files.evenRefusals = login.discreet
+            files.keyIsSealedAway = sealedKey
+            switch route {
+            case .ownHelper:
+                let client = HelperClient(path: login.options.helperPath)
+                self = .ownHelper(client, try client.query())
+            case .rootService where UserName(login.user) != nil:
+                self = .service(try HelperClient(path: login.options.helperPath, service: .init(
+                    user: login.user, arguments: arguments, origin: login.origin)).login())
+            case .files, .rootService:
+                // A name that is no user name is refused as not enrolled, without a helper.
+                self = .files(FilesLogin(files, try files.subject(for: login.user)))
+            case .directory:
+                throw .configuration("backend = ldap is served by the helper")
             }
-            // A name that is no user name is no account (`Backend.prepare` keeps it in this
-            // process in every route): refused as not enrolled, without the helper or the TPM.
-            guard UserName(login.user) != nil else { return .notEnrolled }
-            login.route = .rootService
-            // `Backend.prepare`'s `.rootService` backend, built here (smaller than a second
-            // inlined `prepare`).
-            backend = .service(try HelperBackend(HelperClient(path: login.options.helperPath, service: .init(
-                user: login.user, arguments: arguments, origin: serviceOrigin()))))
+        }
+
+        var state: CredentialState {
+            switch self {
+            case .files(let files): files.subject.state
+            case .ownHelper(_, let state): state
+            case .service(let login): login.state
+            }
+        }
+
+        /// Whether this process did the store work (so it writes the failure history itself).
+        var isLocal: Bool {
+            if case .files = self { return true }
+            return false
+        }
+
+        /// The route a counted failure is taken back on.
+        var route: StoreRoute {
+            switch self {
+            case .files: .files
+            case .ownHelper: .ownHelper
+            case .service: .rootService
+            }
+        }
+
+        /// The one attempt; `counted` is the failure it counted that `authsucc` may take back
+        /// (none through the caller's own helper: it has no `authsucc` line).
+        func attempt(_ secret: borrowing SecureBytes, counted: inout CountedFailure?) throws(StoreError) -> AttemptOutcome {
+            counted = nil
+            switch self {
+            case .files(let files): return try files.store.attempt(secret, for: files.subject, counted: &counted)
+            case .ownHelper(let client, _): return try client.verify(secret)
+            case .service(let login): return try login.verify(secret, counted: &counted)
+            }
+        }
+
+        /// The uid attempts are for, for audit records; `nil` when no enrolled account was resolved.
+        func auditUID(_ login: Login) -> UInt32? {
+            switch self {
+            case .files(let files): files.subject.account?.uid
+            case .ownHelper: getuid()
+            case .service(let service):
+                service.state.isEnrolled ? ((try? Account.lookup(login.user)) ?? nil)?.uid : nil
+            }
         }
     }
 
-    /// Where a service call's login comes from, for the helper's log and history.
-    @inline(never)  // two call sites
-    private func serviceOrigin() -> [String] {
-        [rawItem(PAM_SERVICE), rawItem(PAM_TTY), rawItem(PAM_RHOST), rawItem(PAM_RUSER)]
+    /// The files store and the subject it read before the prompt (a class: the enum above
+    /// then holds one reference, not two large values).
+    final class FilesLogin {
+        let store: FilesStore
+        let subject: Subject
+
+        init(_ store: FilesStore, _ subject: Subject) { (self.store, self.subject) = (store, subject) }
     }
 
-    /// What one login knows once the user and the route are decided (a class: passed to each
-    /// step by reference, not copied with its options).
-    private final class Login {
+    /// What one login knows once the user is known (a class: passed to each step by
+    /// reference, not copied with its options).
+    final class Login {
         /// The user name, raw, as the application gave it ("" when it was not usable).
         let user: String
         /// The user name escaped for a log line.
         let forLog: String
         let options: PuffOptions
-        /// Where the store work runs (`StoreRoute.choose`; `.rootService` once an attempt
-        /// found the host key sealed in the TPM).
-        var route: StoreRoute
         /// Every account name gets the same prompt and messages.
         let discreet: Bool
+        /// Where the login comes from (service, tty, rhost, ruser), for a service call's history.
+        var origin: [String] = []
         /// `nullok_prompt` in a discreet service: an account without a record is prompted like
-        /// every other, so the first prompt names no one (issue 27, item 4); its reply goes on
-        /// to the password module as PAM_AUTHTOK, uncounted, and nothing is said after a
-        /// refused reply, for any account (the password module decides).
+        /// every other, so the first prompt names no one; its reply goes on to the password
+        /// module as PAM_AUTHTOK, uncounted, and nothing is said after a refused reply.
         var promptsEveryAccount: Bool { discreet && options.nullOKPrompt }
 
-        init(user: String, forLog: String, options: PuffOptions, route: StoreRoute, discreet: Bool) {
-            (self.user, self.forLog, self.options, self.route, self.discreet) = (user, forLog, options, route, discreet)
+        init(user: String, forLog: String, options: PuffOptions, discreet: Bool) {
+            (self.user, self.forLog, self.options, self.discreet) = (user, forLog, options, discreet)
         }
+    }
+
+    /// Where a service call's login comes from, for the helper's log and history.
+    private func serviceOrigin() -> [String] {
+        [rawItem(PAM_SERVICE), rawItem(PAM_TTY), rawItem(PAM_RHOST), rawItem(PAM_RUSER)]
     }
 
     /// Without root the helper checks the real uid's account only: asking for anyone else is
@@ -221,8 +274,8 @@ extension ModuleContext {
     /// with `nullok`), and where the caller may know it, locked or refused, or a notice that
     /// only the passcode is accepted now. `nil`: prompt.
     @inline(__always)
-    private func decideBeforePrompt(_ login: Login, _ backend: Backend) -> ModuleResult? {
-        let preflight = backend.state
+    private func decideBeforePrompt(_ login: Login, _ work: LoginWork) -> ModuleResult? {
+        let preflight = work.state
         if let reason = preflight.notEnrolledReason {
             guard login.options.nullOK, !login.promptsEveryAccount else { return nil }
             if login.options.debug { log(LOG_DEBUG, "user \(login.forLog): \(reason); ignored (nullok)") }
@@ -230,7 +283,7 @@ extension ModuleContext {
         }
         guard !login.discreet else { return nil }
         if preflight.lock != .open {
-            refuseLocked(preflight.lock, login, backend)
+            refuseLocked(preflight.lock, login, work)
             complain(lockMessage(preflight.lock), silent: login.options.silent)
             return .denied
         }
@@ -249,10 +302,10 @@ extension ModuleContext {
     }
 
     /// The log line and audit record of an attempt refused because the user is locked.
-    private func refuseLocked(_ status: LockStatus, _ login: Login, _ backend: Backend) {
-        let damaged = backend.state.counterDamaged ? " (the counter file does not parse; puff-enroll reset rewrites it)" : ""
+    private func refuseLocked(_ status: LockStatus, _ login: Login, _ work: LoginWork) {
+        let damaged = work.state.counterDamaged ? " (the counter file does not parse; puff-enroll reset rewrites it)" : ""
         log(LOG_NOTICE, "user \(login.forLog): attempt refused, \(describe(status))\(damaged); \(attemptContext())")
-        audit(.refusedWhileLocked, backend)
+        audit(.refusedWhileLocked, work, login)
     }
 
     /// A counted failure, kept for the `authsucc` line after the password module (if that
@@ -262,11 +315,11 @@ extension ModuleContext {
     /// Returns the kept failure, which reports the failure once it stands (`nil`: not kept, so
     /// it is reported now).
     @inline(__always)
-    private func keepForTakeBack(_ counted: Authenticator.CountedFailure, _ secret: borrowing SecureBytes, _ login: Login,
-                                 _ session: StoreSession) -> PendingFailure? {
-        if login.route != .rootService { recordInHistory(counted, login.options, session) }
+    private func keepForTakeBack(_ counted: CountedFailure, _ secret: borrowing SecureBytes, _ login: Login,
+                                 _ work: LoginWork, _ session: StoreSession) -> PendingFailure? {
+        if work.isLocal { recordInHistory(counted, login.options, session) }
         do {
-            let pending = try PendingFailure(failure: counted, secret: secret, route: login.route)
+            let pending = try PendingFailure(failure: counted, secret: secret, route: work.route)
             if remember(pending) { return pending }
             log(LOG_WARNING, "user \(login.forLog): could not keep the failure for authsucc")
         } catch {
@@ -283,7 +336,7 @@ extension ModuleContext {
     /// by that user before `pam_end`, and a line or an audit record that waits for it would
     /// then never be written, so there they are written at once, as before.
     @inline(__always)
-    private func conclude(_ outcome: Authenticator.Outcome, _ login: Login, _ backend: Backend,
+    private func conclude(_ outcome: AttemptOutcome, _ login: Login, _ work: LoginWork,
                           _ secret: borrowing SecureBytes, pending kept: PendingFailure?) -> ModuleResult {
         let pending = getuid() == 0 ? kept : nil
         let isGesture = secret.hasPrefix(GestureWire.prefix)
@@ -306,7 +359,7 @@ extension ModuleContext {
         case .success:
             // The verdict is in: only now, and only for a passcode, the keyring's copy.
             if !isGesture, keyringEnabled(login.options) {
-                releaseKeyring(secret, user: login.user, forLog: login.forLog, backend: backend)
+                releaseKeyring(secret, user: login.user, forLog: login.forLog, work: work)
             }
             return .success
         case .notEnrolled:
@@ -315,7 +368,7 @@ extension ModuleContext {
                 log(LOG_INFO, "user \(login.forLog): no Puff record; the reply is handed on (nullok_prompt), not counted")
                 return .ignore
             }
-            if let reason = backend.state.notEnrolledReason, login.options.debug { log(LOG_DEBUG, "user \(login.forLog): \(reason)") }
+            if let reason = work.state.notEnrolledReason, login.options.debug { log(LOG_DEBUG, "user \(login.forLog): \(reason)") }
             logAuthenticationFailure(user: login.user.isEmpty ? "(invalid)" : login.user)
             log(LOG_NOTICE, "user \(login.forLog): authentication failure")
             tell("Puff: wrong \(noun).")
@@ -325,16 +378,16 @@ extension ModuleContext {
             let line = "user \(login.forLog): \(describe(lock))"
             if let pending {
                 pending.finalLines.append((LOG_WARNING, finalLinePrefix() + line))
-                pending.finalAudit = auditRecord(.locked(untilReset: lock == .lockedUntilReset), backend)
+                pending.finalAudit = auditRecord(.locked(untilReset: lock == .lockedUntilReset), work, login)
             } else {
                 log(LOG_WARNING, line)
-                audit(.locked(untilReset: lock == .lockedUntilReset), backend)
+                audit(.locked(untilReset: lock == .lockedUntilReset), work, login)
             }
             tell("Puff: wrong \(noun). " + lockMessage(lock, prefix: false))
         case .locked(let status):
-            refuseLocked(status, login, backend)
+            refuseLocked(status, login, work)
             // Discreet: the store work evened this refusal's cost out already (a dummy argon2id
-            // and a decoy write: Authenticator.evenRefusals).
+            // and a decoy write: FilesStore.evenRefusals).
             tell(lockMessage(status))
         case .passcodeRequired(let reason):
             tell("Puff: passcode required: \(reason.text).")
@@ -379,7 +432,7 @@ extension ModuleContext {
 
     /// Adds the failure to the user's history (`puff-enroll status --user`); a history that
     /// cannot be written is logged and changes nothing.
-    private func recordInHistory(_ counted: Authenticator.CountedFailure, _ options: PuffOptions, _ session: StoreSession) {
+    private func recordInHistory(_ counted: CountedFailure, _ options: PuffOptions, _ session: StoreSession) {
         let entry = FailureHistory.Entry(time: counted.after.lastFailure, service: rawItem(PAM_SERVICE),
                                          tty: rawItem(PAM_TTY), rhost: rawItem(PAM_RHOST), ruser: rawItem(PAM_RUSER),
                                          serial: counted.after.serial)
@@ -392,15 +445,15 @@ extension ModuleContext {
     }
 
     /// An audit record for `backend`'s account, with this transaction's remote host and tty.
-    private func audit(_ event: Audit.Event, _ backend: Backend) {
-        guard let record = auditRecord(event, backend) else { return }
+    private func audit(_ event: Audit.Event, _ work: LoginWork, _ login: Login) {
+        guard let record = auditRecord(event, work, login) else { return }
         Audit.record(record.event, uid: record.uid, rhost: record.rhost, tty: record.tty)
     }
 
     /// What `audit` sends, to send later (`nil`: no account to name).
-    private func auditRecord(_ event: Audit.Event, _ backend: Backend)
+    private func auditRecord(_ event: Audit.Event, _ work: LoginWork, _ login: Login)
         -> (event: Audit.Event, uid: UInt32, rhost: String?, tty: String?)? {
-        guard let uid = backend.auditUID else { return nil }
+        guard let uid = work.auditUID(login) else { return nil }
         let rhost = logField(PAM_RHOST), tty = logField(PAM_TTY)
         return (event, uid, rhost.isEmpty ? nil : rhost, tty.isEmpty ? nil : tty)
     }

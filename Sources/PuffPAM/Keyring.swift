@@ -19,19 +19,19 @@ extension ModuleContext {
         return true
     }
 
-    /// After a passcode success of `login` through `backend`: the copy opened with the
-    /// passcode and set as PAM_AUTHTOK. Only in this process (the files store, root); through
-    /// the helper (tpm mode, su or sudo run by a user, a screen locker) nothing is released.
-    /// Never before the verdict, never on a refusal: `conclude` calls it on `.success` only.
+    /// After a passcode success: the copy opened with the passcode and set as PAM_AUTHTOK.
+    /// Only in this process (the files store, root); through the helper (tpm mode, su or sudo
+    /// run by a user, a screen locker) nothing is released. Never before the verdict, never on
+    /// a refusal: `conclude` calls it on `.success` only.
     @inline(never)  // off by default: kept out of the login's own path
-    func releaseKeyring(_ passcode: borrowing SecureBytes, user: String, forLog: String, backend: Backend) {
-        guard case .local(let local) = backend, case .enrolled(let enrolled) = local.subject else {
+    func releaseKeyring(_ passcode: borrowing SecureBytes, user: String, forLog: String, work: LoginWork) {
+        guard case .files(let files) = work, let account = files.subject.account else {
             log(LOG_NOTICE, "user \(forLog): keyring: nothing released (the login went through the helper: "
                 + "tpm mode, or a caller without root)")
             return
         }
         do {
-            switch try local.authenticator.releaseKeyring(passcode, for: enrolled.account) {
+            switch try files.store.releaseKeyring(passcode, for: account) {
             case .password(let password):
                 try setAuthToken(password)
                 log(LOG_INFO, "user \(forLog): keyring: the system password is handed on")
@@ -77,7 +77,7 @@ extension ModuleContext {
         do {
             try Sodium.initialize()
             guard let account = try Account.lookup(name.value), account.name == name else { return }
-            switch try Authenticator(options: options, session: session).captureKeyring(password, for: account) {
+            switch try FilesStore(options: options, session: session).captureKeyring(password, for: account) {
             case .kept: log(LOG_INFO, "user \(forLog): keyring: the system password is kept, sealed to the passcode (\(when))")
             case .noKeyPair:
                 log(LOG_INFO, "user \(forLog): keyring: not kept (\(when)): the passcode has no key pair yet (the next passcode login makes one)")

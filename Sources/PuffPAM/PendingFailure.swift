@@ -18,7 +18,7 @@ final class PendingFailure {
     static let dataName = "pam_puff:counted-failure"
 
     /// What the attempt counted and what it must restore.
-    let failure: Authenticator.CountedFailure
+    let failure: CountedFailure
     /// Where it was counted (the files store here, or the root-started helper's service
     /// call), so where it is taken back too.
     let route: StoreRoute
@@ -32,7 +32,7 @@ final class PendingFailure {
     /// The text typed at Puff's prompt was the password the stack accepted: nothing to report.
     var excused = false
 
-    init(failure: Authenticator.CountedFailure, secret: borrowing SecureBytes, route: StoreRoute) throws(StoreError) {
+    init(failure: CountedFailure, secret: borrowing SecureBytes, route: StoreRoute) throws(StoreError) {
         self.route = route
         var key = try SecureBytes(count: Sodium.digestLength)
         Sodium.fillRandom(&key)
@@ -136,9 +136,9 @@ extension ModuleContext {
             let taken = pending.route == .rootService
                 ? try HelperClient(path: options.helperPath, service: .init(user: pending.failure.user.value, arguments: arguments))
                     .takeBack(pending.failure)
-                : try Authenticator(options: options, session: session).takeBack(pending.failure)
+                : try FilesStore(options: options, session: session).takeBack(pending.failure)
             if taken {
-                log(LOG_INFO, Authenticator.CountedFailure.takenBackLine(user: user))
+                log(LOG_INFO, CountedFailure.takenBackLine(user: user))
                 if pending.route != .rootService { forgetInHistory(pending.failure, options, session) }
             }
         } catch {
@@ -150,7 +150,7 @@ extension ModuleContext {
 
     /// Removes a taken-back failure from the user's history (the helper does it itself for a
     /// service call); a history that cannot be written is logged and changes nothing.
-    private func forgetInHistory(_ failure: Authenticator.CountedFailure, _ options: PuffOptions, _ session: StoreSession) {
+    private func forgetInHistory(_ failure: CountedFailure, _ options: PuffOptions, _ session: StoreSession) {
         do {
             _ = try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds,
                                    session: session).forget(serial: failure.after.serial, for: failure.user)

@@ -1,42 +1,225 @@
 import PuffCore
 
-/// Where an attempt's count goes: the one thing that differs between the files store
-/// (`FilesCounter`, the local counter file), fleet mode online (`DirectoryCounter`, the
-/// directory's Modify-Increment and the local counter) and offline (`OfflineCounter`, the local
-/// counter and the cache's failures to push). `Authenticator.run(_:_:for:asProofForChange:counted:)`
-/// is the one engine that drives them: the count before the check, the check, the settle.
-/// Used as a generic parameter (Embedded Swift has no existentials of such protocols).
-package protocol AttemptCounter {
-    /// The key the records are peppered and sealed with (the host key or the fleet key).
-    func key() throws(StoreError) -> SecureBytes
-    /// Step 1: reads the record and the tally this attempt goes by, lets `admit` decide
-    /// whether it is counted (the same rules everywhere: the lock, the quick-factor policy, the
-    /// passcode minimum, the template opened before anything is counted), and counts it where
-    /// this counter counts, durably, before returning. No record: `.decided(.notEnrolled)`.
-    func count(at time: Int64, _ admit: (_ record: UserRecord, _ tally: Tally, _ source: String)
-        throws(StoreError) -> Admission) throws(StoreError) -> CountStep
-    /// Step 3, after the secret verified: reads the record again and lets `stillValid` refuse
-    /// (the secret changed or was removed meanwhile, an administrator's lock), then clears the
-    /// failures counted up to this attempt and stores `upgrade` (a rehash, a migrated template).
-    func settle(_ attempt: CountedAttempt, passcodeUsed: Bool, upgrade: RecordUpgrade?, at time: Int64,
-                _ stillValid: (_ current: UserRecord?, _ adminLock: Bool) -> Authenticator.Outcome?)
-        throws(StoreError) -> Authenticator.Outcome
-    /// Takes back an attempt whose secret was never compared (argon2id could not allocate).
-    func takeBack(_ attempt: CountedAttempt) throws(StoreError)
+/// The one attempt engine, for every store: count before the check, the check, settle.
+/// In three steps, so that no process, stopped or slow, holds a user's lock for longer than a
+/// read and a write:
+///
+/// 1. `counter.count`: under the counter's lock, the record read again, `AdmissionRules`
+///    refuse or admit, the attempt counted as a failure on disk (or in the directory) before
+///    anything is verified; a count that fails ends the attempt.
+/// 2. without any lock: argon2id or the gesture match. A process killed or stopped here leaves
+///    its attempt counted and blocks nobody.
+/// 3. on success only, `counter.settle`: the record must still hold the secret that verified;
+///    the failures counted up to this attempt are cleared (later ones stay).
+///
+/// With `evenRefusals` every refusal does one count (or the decoy write), one argon2id (or the
+/// dummy) and, for a gesture reply, one match (or the decoy match).
+package struct AttemptEngine {
+    let options: PuffOptions
+    let session: StoreSession
+    let now: () -> Int64
+    let evenRefusals: Bool
+
+    package init(options: PuffOptions, session: StoreSession, now: @escaping () -> Int64, evenRefusals: Bool) {
+        (self.options, self.session, self.now, self.evenRefusals) = (options, session, now, evenRefusals)
+    }
+
+    private var hasher: PasscodeHasher { PasscodeHasher(cost: options.kdf) }
+
+    /// One attempt of `account` counted by `counter`; `key` peppers and seals the records.
+    package func run<Counter: AttemptCounter>(_ secret: borrowing SecureBytes, _ counter: Counter, key: borrowing SecureBytes,
+                                              for account: Account, asProofForChange: Bool,
+                                              counted: inout CountedFailure?) throws(StoreError) -> AttemptOutcome {
+        counted = nil
+        var work = RefusalWork()
+        let outcome = try steps(secret, counter, key: key, for: account, asProofForChange: asProofForChange,
+                                counted: &counted, work: &work)
+        guard evenRefusals else { return outcome }
+        if case .success = outcome { return outcome }
+        if !work.counted { try writeDecoy() }
+        if !work.hashed { try runDummyVerification(secret, key: key) }
+        if !work.matched { try runDummyGestureMatch(secret, key: key) }
+        return outcome
+    }
+
+    /// A user with no record or no account: the dummy verification (and, discreet, the decoy
+    /// count and match), then refused.
+    package func refuseUnenrolled(_ secret: borrowing SecureBytes, key: borrowing SecureBytes) throws(StoreError) -> AttemptOutcome {
+        if evenRefusals {
+            try writeDecoy()
+            try runDummyGestureMatch(secret, key: key)
+        }
+        try runDummyVerification(secret, key: key)
+        return .notEnrolled
+    }
+
+    /// What an attempt did of a refusal's work.
+    private struct RefusalWork {
+        var counted = false
+        var hashed = false
+        var matched = false
+    }
+
+    private func steps<Counter: AttemptCounter>(_ secret: borrowing SecureBytes, _ counter: Counter, key: borrowing SecureBytes,
+                                                for account: Account, asProofForChange: Bool,
+                                                counted: inout CountedFailure?, work: inout RefusalWork) throws(StoreError) -> AttemptOutcome {
+        let isGesture = secret.hasPrefix(GestureWire.prefix)
+        let rules = AdmissionRules(lockout: options.lockout, quickFactor: options.quickFactor,
+                                   minimumPasscode: options.minimumPasscode, bootID: session.bootID(), time: now(),
+                                   isRoot: account.uid == 0, isGesture: isGesture, asProofForChange: asProofForChange)
+        let attempt: CountedAttempt
+        switch try counter.count(rules, key: key) {
+        case .decided(let outcome):
+            if outcome == .notEnrolled {
+                try runDummyVerification(secret, key: key)
+                work.hashed = true
+            }
+            return outcome
+        case .counted(let step):
+            attempt = step
+            work.counted = true
+        }
+        let outcome = try check(secret, attempt, counter, rules, key: key, for: account, work: &work)
+        // A counted failure is what `authsucc` may take back; a success or a lock has none.
+        if case .failure = outcome { counted = attempt.failure }
+        return outcome
+    }
+
+    /// Steps 2 and 3 of a counted attempt: the check without a lock, then the settle.
+    private func check<Counter: AttemptCounter>(_ secret: borrowing SecureBytes, _ attempt: CountedAttempt, _ counter: Counter,
+                                                _ rules: AdmissionRules, key: borrowing SecureBytes, for account: Account,
+                                                work: inout RefusalWork) throws(StoreError) -> AttemptOutcome {
+        guard attempt.mayVerify else {
+            if attempt.lock == .open { return attempt.failed("not verified: another host counted at the same time") }
+            return .locked(attempt.lock)
+        }
+        let record = attempt.record
+        if rules.isGesture {
+            guard let template = attempt.template else { return attempt.failed("a gesture was sent but none is enrolled") }
+            // The opened points are wiped once this attempt is over, as the secret is.
+            defer { template.wipeStorage() }
+            work.matched = true
+            if let problem = Self.gestureProblem(secret, template, naming: options.debug) { return attempt.failed(problem) }
+            // A version-1 template is migrated after a success, as passcode hashes are rehashed.
+            var upgrade: RecordUpgrade?
+            if template.version < GestureTemplate.encodingVersion {
+                let upgraded = template.upgraded()
+                defer { upgraded.wipeStorage() }
+                upgrade = .gesture(sealed: try GestureSealing.seal(upgraded, for: account, hostKey: key))
+            }
+            return try counter.settle(attempt, rules, passcodeUsed: false, upgrade: upgrade, check: .gesture(record.gesture))
+        }
+        guard let stored = record.passcode else { return attempt.failed("a passcode was sent but only a gesture is enrolled") }
+        let prehash = try hasher.prehash(secret, user: account.name, uid: account.uid, hostKey: key)
+        let matched: Bool
+        work.hashed = true
+        do {
+            matched = try hasher.verify(prehash, against: stored.hash)
+        } catch {
+            // No secret was compared: take the attempt back rather than count a right passcode as wrong.
+            if case .system(_, _, let errno) = error, errno == .outOfMemory { try counter.takeBack(attempt) }
+            throw error
+        }
+        guard matched else { return attempt.failed("") }
+        // The upgrade at the current cost is hashed here, outside any lock, too.
+        let upgrade: RecordUpgrade? = hasher.needsRehash(stored.hash)
+            ? .passcode(StoredPasscode(type: stored.type, hash: try hasher.hash(prehash), keyring: stored.keyring)) : nil
+        return try counter.settle(attempt, rules, passcodeUsed: true, upgrade: upgrade, check: .passcode(stored))
+    }
+
+    // MARK: the work of a refusal
+
+    /// The work of counting a failure, for a refusal that counted none: `LockoutStore.writeDecoy`
+    /// with a counter shaped like a first failure now, and the failure history's decoy (whose
+    /// errors, like the history's, change nothing).
+    package func writeDecoy() throws(StoreError) {
+        let time = now()
+        try LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds, session: session)
+            .writeDecoy(like: options.lockout.recordingFailure(in: Tally(), now: time))
+        try? FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds, session: session)
+            .writeDecoy(.init(time: time, service: "-", tty: "-", rhost: "-", ruser: "-"))
+    }
+
+    /// The work of verifying a wrong passcode: the reply peppered with `key` and checked
+    /// against a dummy hash at the current cost.
+    package func runDummyVerification(_ passcode: borrowing SecureBytes, key: borrowing SecureBytes) throws(StoreError) {
+        guard let nobody = UserName("nobody") else { return }
+        let prehash = try hasher.prehash(passcode, user: nobody, uid: UInt32.max, hostKey: key)
+        _ = try hasher.verify(prehash, against: hasher.dummyHash)
+    }
+
+    /// The work of matching a gesture reply refused without a template to match it with: a
+    /// decoy template on the reply's picture size, sealed under `key`, opened and matched; the
+    /// result thrown away. Nothing for a passcode reply.
+    package func runDummyGestureMatch(_ secret: borrowing SecureBytes, key: borrowing SecureBytes) throws(StoreError) {
+        guard secret.hasPrefix(GestureWire.prefix), let nobody = UserName("nobody") else { return }
+        // Parsed once, as the real path parses it once.
+        var parsed = secret.withBytes { bytes -> Gesture? in try? GestureWire.parse(bytes) }
+        defer { parsed?.wipe() }
+        guard let decoy = GestureDecoy.template(width: parsed?.width ?? 400, height: parsed?.height ?? 300)
+                ?? GestureDecoy.template(width: 400, height: 300) else { return }
+        let account = Account(name: nobody, uid: UInt32.max)
+        let sealed = try GestureSealing.seal(decoy, for: account, hostKey: key)
+        let opened = try GestureSealing.open(sealed, for: account, hostKey: key, path: "-")
+        defer { opened.wipeStorage() }
+        if let parsed { _ = Self.gestureProblem(parsed, opened) }
+    }
+
+    // MARK: the gesture check
+
+    /// Why a serialized gesture does not verify against `template`, or `nil` when it does;
+    /// `naming` (the `debug` option) adds the failing part and rule, never a coordinate.
+    package static func gestureProblem(_ secret: borrowing SecureBytes, _ template: GestureTemplate,
+                                       naming: Bool = false) -> String? {
+        secret.withBytes { bytes -> String? in
+            var attempt: Gesture
+            do throws(GestureFormatError) {
+                attempt = try GestureWire.parse(bytes)
+            } catch {
+                return "gesture rejected: \(error)"
+            }
+            defer { attempt.wipe() }
+            return gestureProblem(attempt, template, naming: naming)
+        }
+    }
+
+    static func gestureProblem(_ attempt: Gesture, _ template: GestureTemplate, naming: Bool = false) -> String? {
+        do throws(GestureFormatError) {
+            try attempt.requireSize(width: template.width, height: template.height)
+        } catch {
+            // Drawn on another picture: refused, but matched first as if drawn on this one, so
+            // the refusal costs a match as every other does (else the size would be a fast probe).
+            var rescaled = attempt.rescaled(width: template.width, height: template.height)
+            defer { rescaled.wipe() }
+            _ = GestureMatcher.verify(template, rescaled)
+            return "gesture rejected: \(error)"
+        }
+        let result = GestureMatcher.verify(template, attempt)
+        if result.passed { return nil }
+        if naming, let detail = result.detail { return "gesture did not match (\(detail))" }
+        return "gesture did not match" + (result.failure.map { " (\($0))" } ?? "")
+    }
 }
 
-/// What `admit` decided in step 1.
-package enum Admission {
-    /// Refused or decided without counting.
-    case decided(Authenticator.Outcome)
-    /// To be counted and checked; a gesture's template, opened before counting.
-    case count(template: GestureTemplate?)
+/// Where an attempt's count goes: the counter file (`FilesCounter`), the directory
+/// (`DirectoryCounter`) or the offline cache (`OfflineCounter`). Each applies `AdmissionRules`
+/// under its own lock. A generic parameter of the engine: Embedded Swift has no existentials.
+package protocol AttemptCounter {
+    /// Step 1: the record and tally read under the lock, `rules` applied, a gesture's template
+    /// opened with `key`, and the attempt counted durably. No record: `.decided(.notEnrolled)`.
+    func count(_ rules: AdmissionRules, key: borrowing SecureBytes) throws(StoreError) -> CountStep
+    /// Step 3, after the secret verified: `check` against the record read again, then the
+    /// failures up to this attempt cleared and `upgrade` stored.
+    func settle(_ attempt: CountedAttempt, _ rules: AdmissionRules, passcodeUsed: Bool, upgrade: RecordUpgrade?,
+                check: SettleCheck) throws(StoreError) -> AttemptOutcome
+    /// Takes back an attempt whose secret was never compared (argon2id could not allocate).
+    func takeBack(_ attempt: CountedAttempt) throws(StoreError)
 }
 
 /// What step 1 came to.
 package enum CountStep {
     /// Decided without counting (locked, not enrolled, passcode required, ...).
-    case decided(Authenticator.Outcome)
+    case decided(AttemptOutcome)
     /// Counted; the secret is to be checked.
     case counted(CountedAttempt)
 }
@@ -47,12 +230,12 @@ package struct CountedAttempt {
     package var record: UserRecord
     /// A gesture's template, opened before counting.
     package var template: GestureTemplate?
-    /// The failures in a row this count makes (reported on failure).
+    /// The failures in a row this count makes.
     package var failures: UInt32
     /// The lock this count leaves.
     package var lock: LockStatus
     /// What `authsucc` (or the helper's system-password check) takes back.
-    package var failure: Authenticator.CountedFailure
+    package var failure: CountedFailure
     /// Where the count went, for the failure's log line ("" for the files store).
     package var origin: String = ""
     /// Fleet mode: `false` when another host counted between this attempt's read and its
@@ -62,10 +245,15 @@ package struct CountedAttempt {
     package var directoryCount: UInt32 = 0
 
     package init(record: UserRecord, template: GestureTemplate?, failures: UInt32, lock: LockStatus,
-                 failure: Authenticator.CountedFailure, origin: String = "", mayVerify: Bool = true,
-                 directoryCount: UInt32 = 0) {
+                 failure: CountedFailure, origin: String = "", mayVerify: Bool = true, directoryCount: UInt32 = 0) {
         (self.record, self.template, self.failures, self.lock, self.failure) = (record, template, failures, lock, failure)
         (self.origin, self.mayVerify, self.directoryCount) = (origin, mayVerify, directoryCount)
+    }
+
+    /// This counted attempt refused, `detail` saying why.
+    func failed(_ detail: String) -> AttemptOutcome {
+        let joined = origin.isEmpty ? detail : detail.isEmpty ? origin : origin + "; " + detail
+        return .failure(failures: failures, lock: lock, detail: joined)
     }
 }
 
@@ -75,225 +263,4 @@ package enum RecordUpgrade {
     case passcode(StoredPasscode)
     /// A version-1 gesture template sealed again in the current encoding.
     case gesture(sealed: String)
-}
-
-extension Authenticator {
-    /// The one attempt engine: the count before the check, the check (passcode or gesture, and
-    /// the policy refusals) and the settle, for whatever `counter` counts in. In three steps, so
-    /// that no process, stopped or slow, holds a user's lock for longer than a read and a write:
-    ///
-    /// 1. `counter.count`: refuse when locked, count the attempt as a failure, on disk (or in
-    ///    the directory) before anything is verified; a count that fails ends the attempt.
-    /// 2. without any lock: argon2id or the gesture match. A process killed or stopped here
-    ///    leaves its attempt counted and blocks nobody.
-    /// 3. on success only, `counter.settle`: clear the failures counted up to this attempt
-    ///    (those counted after it stay), unless a newer success or an admin reset already did;
-    ///    the record must still hold the secret that verified.
-    ///
-    /// With `evenRefusals`, a refusal that counted nothing writes the decoy instead, one that
-    /// ran no argon2id (a gesture, locked, passcode required, a factor not enrolled) runs the
-    /// dummy verification, and a gesture reply that was matched against no template is matched
-    /// against a decoy (`runDummyGestureMatch`): every refusal does one of each.
-    package func run<Counter: AttemptCounter>(_ secret: borrowing SecureBytes, _ counter: Counter, for account: Account,
-                                              asProofForChange: Bool,
-                                              counted countedFailure: inout CountedFailure?) throws(StoreError) -> Outcome {
-        var work = RefusalWork()
-        let key = try counter.key()
-        let outcome = try runSteps(secret, counter, key: key, for: account, asProofForChange: asProofForChange,
-                                   counted: &countedFailure, work: &work)
-        guard evenRefusals else { return outcome }
-        if case .success = outcome { return outcome }
-        if !work.counted { try writeDecoy() }
-        if !work.hashed { try runDummyVerification(secret, key: key) }
-        if !work.matched { try runDummyGestureMatch(secret, key: key) }
-        return outcome
-    }
-
-    /// What an attempt did of a refusal's work: a count written, an argon2id run, a gesture
-    /// matched against a template.
-    package struct RefusalWork {
-        var counted = false
-        var hashed = false
-        var matched = false
-    }
-
-    private func runSteps<Counter: AttemptCounter>(_ secret: borrowing SecureBytes, _ counter: Counter, key: borrowing SecureBytes,
-                                                   for account: Account, asProofForChange: Bool,
-                                                   counted countedFailure: inout CountedFailure?,
-                                                   work: inout RefusalWork) throws(StoreError) -> Outcome {
-        countedFailure = nil
-        let isRoot = account.uid == 0
-        let isGesture = secret.hasPrefix(GestureWire.prefix)
-        let started = now()
-        let step = try counter.count(at: started) { record, tally, source throws(StoreError) -> Admission in
-            let status = options.lockout.status(of: tally, now: started, isRoot: isRoot)
-            guard status == .open else { return .decided(.locked(status)) }
-            if let decided = decidedBeforeCounting(record, tally, isGesture: isGesture,
-                                                   asProofForChange: asProofForChange, at: started) {
-                return .decided(decided)
-            }
-            // Opened before counting: a store problem must not cost an attempt.
-            guard isGesture, let gesture = record.gesture else { return .count(template: nil) }
-            return .count(template: try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: key, path: source))
-        }
-        let attempt: CountedAttempt
-        switch step {
-        case .decided(let outcome):
-            if outcome == .notEnrolled {
-                try runDummyVerification(secret, key: key)
-                work.hashed = true
-            }
-            return outcome
-        case .counted(let counted):
-            attempt = counted
-            work.counted = true
-        }
-        func failed(_ detail: String) -> Outcome {
-            countedFailure = attempt.failure
-            let joined = attempt.origin.isEmpty ? detail : detail.isEmpty ? attempt.origin : attempt.origin + "; " + detail
-            return .failure(failures: attempt.failures, lock: attempt.lock, detail: joined)
-        }
-        guard attempt.mayVerify else {
-            if attempt.lock == .open { return failed("not verified: another host counted at the same time") }
-            return .locked(attempt.lock)
-        }
-        let record = attempt.record
-        if isGesture {
-            guard let template = attempt.template else { return failed("a gesture was sent but none is enrolled") }
-            // The opened points are wiped once this attempt is over, as the secret is.
-            defer { template.wipeStorage() }
-            work.matched = true
-            if let problem = Self.gestureProblem(secret, template, naming: options.debug) { return failed(problem) }
-            // A version-1 template is migrated after a success, as passcode hashes are rehashed.
-            var upgrade: RecordUpgrade?
-            if template.version < GestureTemplate.encodingVersion {
-                let upgraded = template.upgraded()
-                defer { upgraded.wipeStorage() }
-                upgrade = .gesture(sealed: try GestureSealing.seal(upgraded, for: account, hostKey: key))
-            }
-            return try counter.settle(attempt, passcodeUsed: false, upgrade: upgrade, at: started) { current, adminLock in
-                guard let current else { return failed("the record was removed meanwhile") }
-                guard current.gesture == record.gesture else { return failed("the gesture was changed meanwhile") }
-                // An administrator's lock issued meanwhile: the gesture no longer opens.
-                guard !adminLock else { return current.passcode == nil ? .locked(.lockedUntilReset) : .passcodeRequired(.administrator) }
-                return nil
-            }
-        }
-        guard let stored = record.passcode else { return failed("a passcode was sent but only a gesture is enrolled") }
-        let prehash = try hasher.prehash(secret, user: account.name, uid: account.uid, hostKey: key)
-        let matched: Bool
-        work.hashed = true
-        do {
-            matched = try hasher.verify(prehash, against: stored.hash)
-        } catch {
-            // No secret was compared: take the attempt back rather than count a right
-            // passcode as wrong.
-            if case .system(_, _, let errno) = error, errno == .outOfMemory { try counter.takeBack(attempt) }
-            throw error
-        }
-        guard matched else { return failed("") }
-        // The upgrade at the current cost is hashed here, outside any lock, too.
-        let upgrade: RecordUpgrade? = hasher.needsRehash(stored.hash)
-            ? .passcode(StoredPasscode(type: stored.type, hash: try hasher.hash(prehash), keyring: stored.keyring)) : nil
-        return try counter.settle(attempt, passcodeUsed: true, upgrade: upgrade, at: started) { current, _ in
-            guard let current else { return failed("the record was removed meanwhile") }
-            guard current.passcode == stored else { return failed("the passcode was changed meanwhile") }
-            return nil
-        }
-    }
-
-    /// The local counter's step 1, for every counter: under the user's lock, read the tally,
-    /// let `admit` decide on `view(tally)` (the files store's own tally, or the fleet's view
-    /// of it), and when it says count, write `tally` with one more failure (and a gesture
-    /// failure) durably. `extra` runs inside the lock after the write (the offline cache's
-    /// count). Returns the local tally before and after, or the decision.
-    package func countLocally(_ name: UserName, at time: Int64, record: () throws(StoreError) -> UserRecord?,
-                              view: (Tally) throws(StoreError) -> Tally, source: String, isGesture: Bool,
-                              _ admit: (UserRecord, Tally, String) throws(StoreError) -> Admission,
-                              extra: () throws(StoreError) -> Void = {})
-        throws(StoreError) -> LocalCount {
-        try counters.update(name) { tally, save throws(StoreError) -> LocalCount in
-            // Read under the lock: an enrollment may have changed the record since.
-            guard let record = try record(), record.hasAnyFactor else { return .decided(.notEnrolled) }
-            let seen = try view(tally)
-            let template: GestureTemplate?
-            switch try admit(record, seen, source) {
-            case .decided(let outcome): return .decided(outcome)
-            case .count(let opened): template = opened
-            }
-            // The administrator's lock of the view is not written into the local counter.
-            var base = seen
-            base.adminLock = tally.adminLock
-            var next = options.lockout.recordingFailure(in: base, now: time)
-            if isGesture, next.gestureFailures < UInt32.max { next.gestureFailures += 1 }
-            try save(next)
-            try extra()
-            let before = tally
-            tally = next
-            return .counted(record: record, template: template, before: before, after: next)
-        }
-    }
-
-    /// What `countLocally` came to.
-    package enum LocalCount {
-        case decided(Outcome)
-        case counted(record: UserRecord, template: GestureTemplate?, before: Tally, after: Tally)
-    }
-}
-
-/// The files store's counter: the local counter file (`LockoutStore`), the record and the
-/// host key under the store directory.
-package struct FilesCounter: AttemptCounter {
-    let authenticator: Authenticator
-    let account: Account
-    let isGesture: Bool
-
-    package init(_ authenticator: Authenticator, account: Account, isGesture: Bool) {
-        self.authenticator = authenticator
-        self.account = account
-        self.isGesture = isGesture
-    }
-
-    package func key() throws(StoreError) -> SecureBytes { try authenticator.hostKey() }
-
-    package func count(at time: Int64, _ admit: (UserRecord, Tally, String) throws(StoreError) -> Admission)
-        throws(StoreError) -> CountStep {
-        let records = authenticator.records
-        let step = try authenticator.countLocally(account.name, at: time, record: { () throws(StoreError) in try records.load(account) },
-                                                  view: { $0 }, source: records.recordPath(account.name),
-                                                  isGesture: isGesture, admit)
-        switch step {
-        case .decided(let outcome):
-            return .decided(outcome)
-        case .counted(let record, let template, let before, let after):
-            let lockout = authenticator.options.lockout
-            return .counted(CountedAttempt(record: record, template: template, failures: after.failures,
-                                           lock: lockout.status(of: after, now: time, isRoot: account.uid == 0),
-                                           failure: .init(user: account.name, before: before, after: after)))
-        }
-    }
-
-    package func settle(_ attempt: CountedAttempt, passcodeUsed: Bool, upgrade: RecordUpgrade?, at time: Int64,
-                        _ stillValid: (UserRecord?, Bool) -> Authenticator.Outcome?) throws(StoreError) -> Authenticator.Outcome {
-        let records = authenticator.records
-        return try authenticator.counters.update(account.name) { tally, save throws(StoreError) -> Authenticator.Outcome in
-            let current = try records.load(account)
-            if let refused = stillValid(current, tally.adminLock) { return refused }
-            try authenticator.settleCounter(&tally, of: attempt.failure.after.serial, passcodeUsed: passcodeUsed, at: time, save)
-            guard let upgrade, var upgraded = current else { return .success(rehashed: false) }
-            switch upgrade {
-            case .passcode(let stored): upgraded.passcode = stored
-            case .gesture(let sealed):
-                guard var gesture = upgraded.gesture else { return .success(rehashed: false) }
-                gesture.sealedTemplate = sealed
-                upgraded.gesture = gesture
-            }
-            try records.save(upgraded)
-            return .success(rehashed: true)
-        }
-    }
-
-    package func takeBack(_ attempt: CountedAttempt) throws(StoreError) {
-        try authenticator.takeBack(attempt.failure.after.serial, for: account.name)
-    }
 }

@@ -1,7 +1,7 @@
 import Glibc
 import PuffCore
 
-extension Authenticator.Outcome {
+extension AttemptOutcome {
     /// The log line of this outcome for `user` (already escaped) after a reply of `kind`
     /// ("passcode" or "gesture"): the one wording the module and the helper write. `nil` for the
     /// outcomes each writer words with its own context (locked, not enrolled).
@@ -19,7 +19,7 @@ extension Authenticator.Outcome {
     }
 }
 
-extension Authenticator.CountedFailure {
+extension CountedFailure {
     /// The log line of a failure taken back because the system password was typed at Puff's
     /// prompt, for `user` (already escaped): the module's `authsucc` line and the helper's.
     public static func takenBackLine(user: String) -> String {

@@ -80,7 +80,7 @@ public struct HelperClient: Sendable {
 
     /// One attempt with `secret`, for the caller's own account (a service caller's attempt
     /// goes through its `login()`).
-    public func verify(_ secret: borrowing SecureBytes) throws(StoreError) -> Authenticator.Outcome {
+    public func verify(_ secret: borrowing SecureBytes) throws(StoreError) -> AttemptOutcome {
         guard service == nil else { throw .unsafe(path: path, reason: "a service caller's attempt is part of its login") }
         let (status, output) = try secret.withBytes { bytes throws(StoreError) in
             try HelperProcess(path: path).run(.verify, input: [bytes])
@@ -90,7 +90,7 @@ public struct HelperClient: Sendable {
 
     /// A service call's answer to an attempt: the report, then the failure it counted, if any.
     static func serviceOutcome(status: Int32, output: [UInt8]?, helper path: String,
-                               counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
+                               counted: inout CountedFailure?) throws(StoreError) -> AttemptOutcome {
         counted = nil
         // A failed helper says so by its status alone.
         guard status == HelperExit.success || status == HelperExit.refused else { throw HelperReport.failed(status, path) }
@@ -100,7 +100,7 @@ public struct HelperClient: Sendable {
         }
         let outcome = try HelperReport.outcome(status: status, output: fields[0], helper: path)
         if fields.count == 5 {
-            guard case .failure = outcome, let failure = Authenticator.CountedFailure(serviceFields: fields.dropFirst()) else {
+            guard case .failure = outcome, let failure = CountedFailure(serviceFields: fields.dropFirst()) else {
                 throw .unsafe(path: path, reason: "the helper's counted failure is malformed")
             }
             counted = failure
@@ -142,7 +142,7 @@ public struct HelperClient: Sendable {
 
         /// The attempt with `secret`; `counted` is the failure it counted, if any.
         public func verify(_ secret: borrowing SecureBytes,
-                           counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
+                           counted: inout CountedFailure?) throws(StoreError) -> AttemptOutcome {
             let line = FrameText.lengthLine(secret.count)
             try HelperClient.withBytes(of: line) { bytes throws(StoreError) in try running.send([bytes]) }
             try secret.withBytes { bytes throws(StoreError) in try running.send([bytes]) }
@@ -153,7 +153,7 @@ public struct HelperClient: Sendable {
 
     /// Takes back a failure `verify` counted for the service's user; `false` when there was
     /// nothing left to take back.
-    public func takeBack(_ failure: Authenticator.CountedFailure) throws(StoreError) -> Bool {
+    public func takeBack(_ failure: CountedFailure) throws(StoreError) -> Bool {
         guard let service else { throw .unsafe(path: path, reason: "a take-back is for a service caller") }
         let (status, _) = try run(.serviceTakeBack, fields: service.fields + failure.serviceFields)
         switch status {

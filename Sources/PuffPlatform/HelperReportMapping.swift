@@ -1,6 +1,6 @@
 import PuffCore
 
-/// `HelperReport` as the encoding of `Authenticator`'s own state and outcome, both ways, in
+/// `HelperReport` as the encoding of `FilesStore`'s own state and outcome, both ways, in
 /// this one place: `puff-check` encodes, `HelperClient` decodes. The wire text is
 /// `HelperReport.encoded()`; what it does not carry (a not-enrolled reason, a damaged counter,
 /// a rehash, a failure's detail) stays in the helper's log.
@@ -19,7 +19,7 @@ extension HelperReport {
     /// The report of an attempt that came to `outcome`, for a user whose state before it was
     /// `state`. `clearsFailures` is `false` for a success that takes back only its own attempt
     /// (the system password proving a change): the failures before it stand.
-    public init(_ outcome: Authenticator.Outcome, before state: CredentialState, clearsFailures: Bool = true) {
+    public init(_ outcome: AttemptOutcome, before state: CredentialState, clearsFailures: Bool = true) {
         self.init(state)
         switch outcome {
         case .success:
@@ -74,7 +74,7 @@ extension HelperReport {
     /// The outcome in the output of `puff-check verify` that exited with `status`: a failed
     /// helper, a malformed report, a query's state, or a status that disagrees with the report
     /// (a success report with a refusal status, or the reverse) throws.
-    public static func outcome(status: Int32, output: [UInt8]?, helper path: String) throws(StoreError) -> Authenticator.Outcome {
+    public static func outcome(status: Int32, output: [UInt8]?, helper path: String) throws(StoreError) -> AttemptOutcome {
         let report = try attemptReport(status: status, output: output, helper: path)
         switch report.outcome {
         case .success: return .success(rehashed: false)
@@ -127,7 +127,7 @@ extension HelperReport {
     }
 }
 
-extension Authenticator.CountedFailure {
+extension CountedFailure {
     /// The fields of a failure as `puff-check service-verify` sends it back and
     /// `service-take-back` receives it: the account's own name (which the counters are filed
     /// under, whatever spelling the application gave), the counter before and after, and where

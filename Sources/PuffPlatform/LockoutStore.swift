@@ -312,7 +312,7 @@ public struct LockoutStore {
     /// pays for creating one, after which a decoy write costs what a user's counted failure
     /// does (a slot written in place, one `fdatasync`). It takes each decoy's lock in turn:
     /// call it only where no ordinary user can stop the process (`writeDecoy`,
-    /// `Authenticator.prepareDecoysWhereUnstoppable`).
+    /// `FilesStore.prepareDecoysWhereUnstoppable`).
     public func prepareDecoys() throws(StoreError) {
         for digit in "0123456789abcdef".utf8 {
             let held = try hold(Self.decoyName + String(decoding: [digit], as: UTF8.self))
@@ -320,7 +320,7 @@ public struct LockoutStore {
         }
     }
 
-    /// One of the decoy counters read, as `read(_:)` reads a user's (`Authenticator.readDecoyState`).
+    /// One of the decoy counters read, as `read(_:)` reads a user's (`FilesStore.readDecoyState`).
     public func readDecoy() throws(StoreError) -> Tally {
         guard let state = try session.directory(directory) else { return Tally() }
         return try Self.load(Self.randomDecoyName(), from: state.trusted).tally

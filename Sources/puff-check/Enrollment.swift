@@ -12,7 +12,7 @@ import PuffPlatform
 ///   enroll-passcode:  proof, type (digits4|digits6|numeric|alphanumeric), new passcode
 ///   enroll-gesture:   proof, define gesture, confirm gesture, picture (PNG or JPEG bytes)
 enum Enrollment {
-    static func run(_ operation: HelperOperation, _ store: Store, _ subject: Authenticator.Subject,
+    static func run<S: StoreBackend>(_ operation: HelperOperation, _ store: S, _ subject: Subject,
                     _ account: Account) throws(StoreError) -> Int32 {
         let request: Request
         do {
@@ -23,17 +23,16 @@ enum Enrollment {
         }
         // The new credential is checked first, so a good proof is never spent on a bad request.
         let change: Change
-        switch request.prepare(store.authenticator.options, isRoot: account.uid == 0) {
+        switch request.prepare(store.options, isRoot: account.uid == 0) {
         case .failure(let reason):
             HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment refused: \(reason)")
             return HelperExit.rules
         case .success(let prepared):
             change = prepared
         }
-        let options = store.authenticator.options
+        let options = store.options
         // Whether the proof is the system password (no Puff passcode yet) or the passcode.
-        let hadPasscode = try RecordStore(directory: options.recordDirectory, session: store.authenticator.session)
-            .load(account)?.passcode != nil
+        let hadPasscode = Self.passcode(of: subject) != nil
         let proved = try prove(request.proof, store, subject, account)
         guard proved.outcome == .success else {
             HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment refused, proof \(proved.outcome.rawValue)")
@@ -64,7 +63,7 @@ enum Enrollment {
     /// that a type the policy refuses or a wrong proof is said at once (issue 32, item 7). The
     /// type is checked first and counts nothing; the proof is a counted attempt, as a change's
     /// (which checks it again: the helper keeps nothing between runs). Nothing is changed.
-    static func precheck(_ store: Store, _ subject: Authenticator.Subject, _ account: Account) throws(StoreError) -> Int32 {
+    static func precheck<S: StoreBackend>(_ store: S, _ subject: Subject, _ account: Account) throws(StoreError) -> Int32 {
         let typeText: [UInt8]
         var proof: SecureBytes?
         do throws(FrameReader.Malformed) {
@@ -86,7 +85,7 @@ enum Enrollment {
                 return HelperExit.usage
             }
             // The rules `Request.prepare` applies that depend on the type alone.
-            let floor = store.authenticator.options.minimumPasscode ?? .digits6
+            let floor = store.options.minimumPasscode ?? .digits6
             guard type.meets(floor) else {
                 HelperLog.write(LOG_NOTICE, "user \(account.name): passcode type \(type.rawValue) refused before any proof "
                                 + "(below \(floor.rawValue))")
@@ -104,9 +103,9 @@ enum Enrollment {
 
     /// The keyring's copy opened with the verified passcode `proof`, or nil (none kept, stale,
     /// or an error, which is logged: the change goes on, the copy is then dropped).
-    private static func keyringCopy(opening proof: borrowing SecureBytes, _ store: Store, _ account: Account) -> SecureBytes? {
+    private static func keyringCopy<S: StoreBackend>(opening proof: borrowing SecureBytes, _ store: S, _ account: Account) -> SecureBytes? {
         do {
-            guard case .password(let password) = try store.authenticator.releaseKeyring(proof, for: account) else { return nil }
+            guard case .password(let password) = try store.releaseKeyring(proof, for: account) else { return nil }
             return password
         } catch {
             HelperLog.write(LOG_WARNING, "user \(account.name): keyring: the copy could not be opened to seal it again: \(error)")
@@ -115,9 +114,9 @@ enum Enrollment {
     }
 
     /// Seals `password` (proven) to the record's passcode key pair; best effort, logged.
-    private static func keepKeyringCopy(_ password: borrowing SecureBytes, _ store: Store, _ account: Account, when: String) {
+    private static func keepKeyringCopy<S: StoreBackend>(_ password: borrowing SecureBytes, _ store: S, _ account: Account, when: String) {
         do {
-            if try store.authenticator.captureKeyring(password, for: account) == .kept {
+            if try store.captureKeyring(password, for: account) == .kept {
                 HelperLog.write(LOG_INFO, "user \(account.name): keyring: the system password is kept, sealed to the passcode (\(when))")
             }
         } catch {
@@ -127,7 +126,7 @@ enum Enrollment {
 
     /// `remove`: the caller's own enrollment (record, picture, counter) after the same proof
     /// as a change. The request is one frame, the proof.
-    static func remove(_ store: Store, _ subject: Authenticator.Subject,
+    static func remove<S: StoreBackend>(_ store: S, _ subject: Subject,
                        _ account: Account) throws(StoreError) -> Int32 {
         guard let proof = Self.readRemoval() else {
             HelperLog.write(LOG_NOTICE, "user \(account.name): malformed removal request; nothing read")
@@ -159,12 +158,10 @@ enum Enrollment {
     }
 
     /// The verified proof, as a report (`success`, `failure`, `locked`, `passcode-required`).
-    private static func prove(_ proof: borrowing SecureBytes, _ store: Store,
-                              _ subject: Authenticator.Subject, _ account: Account) throws(StoreError) -> HelperReport {
+    private static func prove<S: StoreBackend>(_ proof: borrowing SecureBytes, _ store: S,
+                              _ subject: Subject, _ account: Account) throws(StoreError) -> HelperReport {
         let state = subject.state
-        let record = try RecordStore(directory: store.authenticator.options.recordDirectory, session: store.authenticator.session)
-            .load(account)
-        if let passcode = record?.passcode {
+        if let passcode = Self.passcode(of: subject) {
             if proof.hasPrefix(GestureWire.prefix) { return .passcodeRequiredForChange(state, type: passcode.type) }
             let outcome = try store.attempt(proof, for: subject, asProofForChange: true)
             return HelperReport(unverifiedIsFailure(outcome, state), before: state)
@@ -174,17 +171,23 @@ enum Enrollment {
         if case .refused(.administrator?) = subject.acceptance {
             return HelperReport(.locked(.lockedUntilReset), before: state)
         }
-        let outcome = try store.authenticator.countedAttempt(for: account) { () throws(StoreError) -> Bool in
+        let outcome = try store.countedAttempt(for: account) { () throws(StoreError) -> Bool in
             SystemPassword.verify(user: account.name.value, proof: proof)
         }
         // The system password takes back only its own attempt: earlier failures stand.
         return HelperReport(unverifiedIsFailure(outcome, state), before: state, clearsFailures: false)
     }
 
+    /// The enrolled passcode as the store read it (the directory's record in fleet mode).
+    private static func passcode(of subject: Subject) -> StoredPasscode? {
+        guard case .enrolled(let enrolled) = subject else { return nil }
+        return enrolled.record.passcode
+    }
+
     /// A proof that was not verified (passcode required, the record removed meanwhile) is a
     /// refused proof, with the state as it was.
-    private static func unverifiedIsFailure(_ outcome: Authenticator.Outcome,
-                                            _ state: CredentialState) -> Authenticator.Outcome {
+    private static func unverifiedIsFailure(_ outcome: AttemptOutcome,
+                                            _ state: CredentialState) -> AttemptOutcome {
         switch outcome {
         case .passcodeRequired, .notEnrolled: .failure(failures: state.failures, lock: state.lock)
         case .success, .failure, .locked: outcome

@@ -31,7 +31,20 @@ enum Helper {
                 HelperLog.write(LOG_NOTICE, "uid \(uid) has no account")
                 return HelperExit.failure
             }
-            let store = Store(options: options, session: session)
+            // The store is chosen once, here; everything below is the same for both.
+            let files = FilesStore(options: options, session: session)
+            switch StoreRoute.choose(options, for: .helper) {
+            case .directory: return try serve(operation, FleetStore(files), account)
+            case .files, .ownHelper, .rootService: return try serve(operation, files, account)
+            }
+        } catch {
+            HelperLog.write(LOG_ERR, "uid \(uid): \(error); failing closed")
+            return HelperExit.failure
+        }
+    }
+
+    /// `operation` for the caller's own `account`, in `store`.
+    private static func serve<S: StoreBackend>(_ operation: HelperOperation, _ store: S, _ account: Account) throws(StoreError) -> Int32 {
             let subject = try store.subject(of: account)
             switch operation {
             case .query:
@@ -47,10 +60,6 @@ enum Helper {
             case .serviceQuery, .serviceVerify, .serviceLogin, .serviceTakeBack:
                 return HelperExit.usage  // Service.run, above
             }
-        } catch {
-            HelperLog.write(LOG_ERR, "uid \(uid): \(error); failing closed")
-            return HelperExit.failure
-        }
     }
 
     /// The caller's real uid is read (it names the only account served); from then on the
@@ -74,7 +83,7 @@ enum Helper {
         return true
     }
 
-    private static func verify(_ store: Store, _ subject: Authenticator.Subject,
+    private static func verify<S: StoreBackend>(_ store: S, _ subject: Subject,
                                _ account: Account) throws(StoreError) -> Int32 {
         guard let secret = try readSecret() else {
             HelperLog.write(LOG_NOTICE, "user \(account.name): empty or oversized input; not counted")
@@ -82,7 +91,7 @@ enum Helper {
         }
         let kind = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
         let before = subject.state
-        var counted: Authenticator.CountedFailure?
+        var counted: CountedFailure?
         let outcome = try store.attempt(secret, for: subject, counted: &counted)
         // The system password typed at Puff's prompt (a screen locker whose stack falls back
         // to the password) is no Puff failure: the helper checks it itself, once for this
@@ -90,7 +99,7 @@ enum Helper {
         // as root). Every other wrong answer stays counted, so this is no extra guess.
         if case .failure = outcome, let counted, kind == "passcode",
            SystemPassword.verify(user: account.name.value, proof: secret), try store.takeBack(counted) {
-            HelperLog.write(LOG_INFO, Authenticator.CountedFailure.takenBackLine(user: account.name.value))
+            HelperLog.write(LOG_INFO, CountedFailure.takenBackLine(user: account.name.value))
             // Still a refusal, with the counter as the take-back left it.
             let after = try store.subject(of: account).state
             let report = HelperReport(.failure(failures: after.failures, lock: after.lock), before: after)

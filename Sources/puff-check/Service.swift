@@ -40,19 +40,31 @@ enum Service {
             return HelperExit.usage
         }
         let user = LogText.escape(request.user)
-        func malformed() -> Int32 {
-            HelperLog.write(LOG_NOTICE, "user \(user): \(operation.rawValue): malformed request; nothing counted")
-            return HelperExit.usage
-        }
         do {
             try Sodium.initialize()
             let session = StoreSession()
             let options = try Configuration.load(arguments: request.arguments, session: session).options
             // Service calls come from root-run services whose caller may not be the user
             // (sshd in fleet mode, su to another account): every refusal costs the same work.
-            var authenticator = Authenticator(options: options, session: session)
-            authenticator.evenRefusals = true
-            let store = Store(authenticator)
+            var files = FilesStore(options: options, session: session)
+            files.evenRefusals = true
+            switch StoreRoute.choose(options, for: .helper) {
+            case .directory: return try serve(operation, request, FleetStore(files), user: user)
+            case .files, .ownHelper, .rootService: return try serve(operation, request, files, user: user)
+            }
+        } catch {
+            HelperLog.write(LOG_ERR, "user \(user): \(operation.rawValue): \(error); failing closed")
+            return HelperExit.failure
+        }
+    }
+
+    /// `operation` for the request's user, in `store`.
+    private static func serve<S: StoreBackend>(_ operation: HelperOperation, _ request: Request, _ store: S,
+                                               user: String) throws(StoreError) -> Int32 {
+            func malformed() -> Int32 {
+                HelperLog.write(LOG_NOTICE, "user \(user): \(operation.rawValue): malformed request; nothing counted")
+                return HelperExit.usage
+            }
             switch operation {
             case .serviceQuery:
                 guard (try? FrameReader.end()) != nil else { return malformed() }
@@ -74,17 +86,17 @@ enum Service {
                       (try? FrameReader.end()) != nil else { return HelperExit.usage }
                 return try verify(secret, store, subject, origin: origin, user: user)
             case .serviceTakeBack:
-                guard let fields = try? readFailure(), let failure = Authenticator.CountedFailure(serviceFields: fields) else {
+                guard let fields = try? readFailure(), let failure = CountedFailure(serviceFields: fields) else {
                     return malformed()
                 }
                 let taken = try store.takeBack(failure)
                 if taken {
-                    HelperLog.write(LOG_INFO, Authenticator.CountedFailure.takenBackLine(user: user))
+                    HelperLog.write(LOG_INFO, CountedFailure.takenBackLine(user: user))
                     // No failure to list in `puff-enroll status` (the row `verify` wrote).
-                    let options = store.authenticator.options
+                    let options = store.options
                     do {
                         _ = try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds,
-                                               session: store.authenticator.session).forget(serial: failure.after.serial, for: failure.user)
+                                               session: store.session).forget(serial: failure.after.serial, for: failure.user)
                     } catch {
                         HelperLog.write(LOG_WARNING, "user \(user): failure history not updated: \(error)")
                     }
@@ -93,10 +105,6 @@ enum Service {
             case .query, .verify, .enrollPasscode, .enrollGesture, .remove, .precheck:
                 return HelperExit.usage
             }
-        } catch {
-            HelperLog.write(LOG_ERR, "user \(user): \(operation.rawValue): \(error); failing closed")
-            return HelperExit.failure
-        }
     }
 
     /// The helper started for su or sudo run by a user stays in their cgroup, whose freezer
@@ -123,10 +131,10 @@ enum Service {
 
     /// One attempt; the answer is the report, then the failure it counted, if any (for the
     /// module's `authsucc` line and its failure history).
-    private static func verify(_ secret: borrowing SecureBytes, _ store: Store, _ subject: Authenticator.Subject,
+    private static func verify<S: StoreBackend>(_ secret: borrowing SecureBytes, _ store: S, _ subject: Subject,
                                origin: [String], user: String) throws(StoreError) -> Int32 {
         let before = subject.state
-        var counted: Authenticator.CountedFailure?
+        var counted: CountedFailure?
         let outcome = try store.attempt(secret, for: subject, counted: &counted)
         if case .failure = outcome, let line = outcome.logLine(user: user, kind: secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode") {
             HelperLog.write(line.priority, line.text)
@@ -134,12 +142,12 @@ enum Service {
         // The failure history (`puff-enroll status --user`), written here and not by the module,
         // whose process the user may be able to stop (su run by them) while it held the lock.
         if let counted, origin.count == HelperClient.Service.originCount {
-            let options = store.authenticator.options
+            let options = store.options
             let entry = FailureHistory.Entry(time: counted.after.lastFailure, service: origin[0], tty: origin[1],
                                              rhost: origin[2], ruser: origin[3], serial: counted.after.serial)
             do {
                 try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds,
-                                   session: store.authenticator.session).record(entry, for: counted.user)
+                                   session: store.session).record(entry, for: counted.user)
             } catch {
                 HelperLog.write(LOG_WARNING, "user \(user): failure history not written: \(error)")
             }

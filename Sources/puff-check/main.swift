@@ -16,7 +16,7 @@
 // Exit (HelperExit in PuffCore): 0 verified, stored or state reported; 1 refused, with a
 // report; 2 usage; 3 failed closed (store, configuration, setup), no report; 4 a change
 // refused before its proof (the new credential breaks the rules, or nothing to remove).
-// The report is HelperReport's encoding of the Authenticator's state or outcome
+// The report is HelperReport's encoding of the FilesStore's state or outcome
 // (PuffPlatform/HelperReportMapping.swift); HelperClient is its one reader.
 
 // The full-runtime build's entry point (SwiftPM). `make helper` builds the helper in Embedded

@@ -22,12 +22,13 @@ struct Status: ParsableCommand {
             if try Command.isSelfService(user: user, store: store) { return try runForSelf() }
             try Command.requireRoot()
             let options = try store.load()
-            let records = RecordStore(directory: options.recordDirectory)
-            let counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
+            let chosen = Command.store(options)
             let names: [UserName]
             if let user {
                 names = [try Command.account(user).name]
-            } else if options.directory.isEnabled {
+            } else if let enrolled = try chosen.enrolledNames() {
+                names = enrolled
+            } else {
                 // The directory holds the records: no list of every user, but this host's mode.
                 guard !json else {
                     throw Failure(ExitCodes.unknown, "name a user with --user (backend = ldap: the directory holds the records)")
@@ -35,8 +36,6 @@ struct Status: ParsableCommand {
                 Terminal.say("The directory holds the records (backend = ldap): name a user with --user.")
                 Terminal.say(try TPMCommand.modeLine(options))
                 return
-            } else {
-                names = try records.enrolledNames()
             }
             let now = Clock.wallSeconds()
             let bootID = BootID.current()
@@ -48,63 +47,40 @@ struct Status: ParsableCommand {
             var cacheLine: String?
             var offlineNote: String?
             for name in names {
-                var offline = false
                 let account = try Account.lookup(name.value)
-                var record: UserRecord?
-                var tally: Tally
-                var countedBy: String?
-                var cache: (age: Int64, fresh: Bool, offlineFailures: UInt32)?
-                if options.directory.isEnabled, let account {
-                    // Fleet mode: the directory's record and fleet-wide counter (FleetAuthenticator.swift).
-                    let authenticator = FleetStore(Authenticator(options: options))
-                    let fleet: (record: UserRecord, tally: Tally, lastFailureHost: String?)?
-                    do {
-                        fleet = try authenticator.status(of: account)
-                    } catch StoreError.directoryUnreachable(let why) where options.directory.cacheTTL > 0 {
-                        // Offline (a laptop away from the directory): what an offline login goes by.
-                        guard let copy = try authenticator.offlineStatus(of: account) else {
-                            throw StoreError.directoryUnreachable(why + "; no cached copy of \(name)'s record on this host")
-                        }
-                        fleet = (copy.record, copy.tally, nil)
-                        offline = true
+                let status = try account.map { account throws(StoreError) in try chosen.status(of: account) }
+                    ?? StoreStatus(record: nil, tally: try LockoutStore(directory: options.stateDirectory,
+                                                                        lockWaitSeconds: options.lockWaitSeconds).read(name))
+                let record = status.record, tally = status.tally
+                if let fleet = status.fleet {
+                    if let why = fleet.unreachable {
                         offlineNote = "The directory is unreachable (\(why)): shown are this host's cached copy and its local counter."
                     }
-                    record = fleet?.record
-                    tally = try fleet?.tally ?? counters.read(name)
-                    countedBy = fleet?.lastFailureHost
-                    // This host's offline copy (FleetOffline.swift).
-                    cache = try authenticator.cacheStatus(of: account)
-                    cacheLine = cache.map { cache in
+                    cacheLine = fleet.cache.map { cache in
                         "This host has a cached copy of \(name)'s record for offline logins, \(cache.age) s old"
                             + (cache.fresh ? "" : " (beyond ldap_cache_ttl: not used)")
                             + (cache.offlineFailures > 0 ? "; \(cache.offlineFailures) offline failures not yet in the directory." : ".")
-                    } ?? (options.directory.cacheTTL > 0 ? "This host has no cached copy of \(name)'s record." : nil)
-                } else {
-                    record = try account.flatMap { account throws(StoreError) in try records.load(account) }
-                    tally = try counters.read(name)
+                    } ?? (fleet.cacheEnabled ? "This host has no cached copy of \(name)'s record." : nil)
                 }
                 anyRecord = anyRecord || record != nil
-                // The keyring's copy (files store only: fleet mode keeps none).
-                var keyringSince: Int64?
-                if !options.directory.isEnabled, let account {
-                    keyringSince = try KeyringStore(directory: options.recordDirectory, session: StoreSession()).copy(of: account)?.captured
-                    if user != nil || keyringSince != nil { keyringLines.append(try KeyringCommand.line(options, account, record)) }
+                if let account, status.fleet == nil, user != nil || status.keyringSince != nil {
+                    keyringLines.append(try KeyringCommand.line(options, account, record))
                 }
-                let status = options.lockout.status(of: tally, now: now, isRoot: account?.uid == 0)
+                let lock = options.lockout.status(of: tally, now: now, isRoot: account?.uid == 0)
                 let acceptance = record.map { options.quickFactor.acceptance(of: $0, tally, bootID: bootID, now: now) }
                 if json {
-                    var row = jsonRow(name, account, record, tally, status, acceptance, countedBy)
-                    row = String(row.dropLast()) + ", \"keyring_since\": " + (keyringSince.map(String.init) ?? "null") + "}"
-                    if options.directory.isEnabled {
-                        row = String(row.dropLast()) + ", \"cache\": " + (cache.map {
+                    var row = jsonRow(name, account, record, tally, lock, acceptance, status.fleet?.lastFailureHost)
+                    row = String(row.dropLast()) + ", \"keyring_since\": " + (status.keyringSince.map(String.init) ?? "null") + "}"
+                    if let fleet = status.fleet {
+                        row = String(row.dropLast()) + ", \"cache\": " + (fleet.cache.map {
                             "{\"age\": \($0.age), \"fresh\": \($0.fresh), \"offline_failures\": \($0.offlineFailures)}"
-                        } ?? "null") + ", \"directory_unreachable\": \(offline)}"
+                        } ?? "null") + ", \"directory_unreachable\": \(fleet.unreachable != nil)}"
                     }
                     rows.append(row)
                 } else {
-                    cells.append(textRow(name, account, record, tally, status, acceptance))
+                    cells.append(textRow(name, account, record, tally, lock, acceptance))
                 }
-                lastCountedBy = countedBy
+                lastCountedBy = status.fleet?.lastFailureHost
             }
             // One user: also the latest failures, like `faillock --user`.
             let history = FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
@@ -270,22 +246,10 @@ struct Reset: ParsableCommand {
             let options = try store.load()
             let account = try Command.account(user)
             let name = account.name
-            if options.directory.isEnabled {
-                // Fleet mode: the directory's counter, so every host is unlocked (FleetAuthenticator.swift).
-                let cleared = try FleetStore(Authenticator(options: options)).reset(of: name)
-                Command.audit("fleet lockout of user \(name) reset by uid \(getuidValue()) on \(fleetHostName(options.directory)) (\(cleared) failures cleared)")
-                Audit.administrator("puff-reset", user: name.value, uid: account.uid, succeeded: true)
-                Terminal.say("Fleet lockout of \(name) reset (\(cleared) failures cleared).")
-                return
-            }
-            let counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds)
-            // No record and no counter: nothing is locked, and nothing is written.
-            guard try RecordStore(directory: options.recordDirectory).hasFiles(name) || counters.hasFiles(name) else {
+            // Fleet mode: the directory's counter, so every host is unlocked.
+            guard let cleared = try Command.store(options).reset(of: name) else {
                 throw Failure(ExitCodes.unknown, "\(name) has nothing enrolled in Puff; nothing to reset")
             }
-            let before = try counters.read(name)
-            try counters.reset(name)
-            let cleared = before.isDamaged ? "a damaged counter rewritten" : "\(before.failures) failures cleared"
             Command.audit("lockout of user \(name) reset by uid \(getuidValue()) (\(cleared))")
             Audit.administrator("puff-reset", user: name.value, uid: account.uid, succeeded: true)
             Terminal.say("Lockout of \(name) reset (\(cleared)).")
@@ -314,9 +278,9 @@ struct Lock: ParsableCommand {
             let options = try store.load()
             let account = try Command.account(user)
             let name = account.name
-            let store = Store(options: options, for: .tool(effectiveUID: geteuid()))
+            let store = Command.store(options)
             // Nothing enrolled: nothing to lock, and nothing is written.
-            guard let record = try store.record(of: account) else {
+            guard let record = try store.status(of: account).record else {
                 throw Failure(ExitCodes.unknown, "\(name) has nothing enrolled in Puff; nothing to lock")
             }
             try store.requirePasscode(of: name)
@@ -355,7 +319,7 @@ struct Remove: ParsableCommand {
             try Command.requireRoot()
             let options = try store.load()
             let valid = try Command.userName(user ?? Command.callerName())
-            guard try Store(options: options, for: .tool(effectiveUID: geteuid())).removeEnrollment(of: valid) else {
+            guard try Command.store(options).removeEnrollment(of: valid) else {
                 throw Failure(ExitCodes.unknown, "\(valid) has nothing enrolled")
             }
             Command.audit("enrollment of user \(valid) removed by uid \(getuidValue())")

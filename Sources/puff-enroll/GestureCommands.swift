@@ -50,11 +50,11 @@ struct GestureCommand: ParsableCommand {
             let image = try Picture.load(picture)
             let settings = try options.gestureRecognizerSettings()
             let (template, _) = try drawings(width: image.width, height: image.height, settings: settings, third: true)
-            let enrolled = Store(options: options, for: .tool(effectiveUID: geteuid()))
+            let enrolled = Command.store(options)
             try enrolled.storeGesture(template, picture: image.bytes, for: account)
             Command.audit("gesture of user \(account.name) set by uid \(getuidValue())")
             Terminal.say("Gesture for \(account.name) saved (\(template.parts.count) parts, picture \(image.width)x\(image.height)).")
-            let stored = try enrolled.record(of: account)
+            let stored = try enrolled.status(of: account).record
             if stored?.passcode == nil {
                 Report.warn("puff-enroll: note: \(account.name) has no passcode; a passcode fallback is recommended "
                               + "(puff-enroll passcode). Without one the gesture stays usable after restarts and "
@@ -209,7 +209,7 @@ struct ShowGesture: ParsableCommand {
             try Command.requireRoot()
             let options = try store.load()
             let account = try Command.account(user)
-            guard let (template, picture) = try Authenticator(options: options).openGesture(of: account) else {
+            guard let (template, picture) = try FilesStore(options: options).openGesture(of: account) else {
                 throw Failure(ExitCodes.unknown, "\(account.name) has no gesture enrolled")
             }
             let href = picture.map { "data:\(Picture.mediaType(of: $0));base64," + Base64.encode($0) }

@@ -38,8 +38,8 @@ struct Passcode: ParsableCommand {
             try Command.requireRoot()
             let options = try store.load()
             let account = try Command.account(user)
-            let authenticator = Store(options: options, for: .tool(effectiveUID: geteuid()))
-            let existing = try authenticator.record(of: account)
+            let authenticator = Command.store(options)
+            let existing = try authenticator.status(of: account).record
             let actingOnOther = account.uid != getuidValue()
             if let stored = existing?.passcode, !actingOnOther {
                 try confirmCurrent(authenticator, account: account, type: stored.type)
@@ -52,7 +52,7 @@ struct Passcode: ParsableCommand {
         }
     }
 
-    private func confirmCurrent(_ authenticator: Store, account: Account, type: PasscodeType) throws {
+    private func confirmCurrent(_ authenticator: any StoreBackend, account: Account, type: PasscodeType) throws {
         guard case .secret(let current) = try Terminal.readSecret(prompt: "Current passcode: ", fromStdin: stdin, what: "current passcode") else {
             throw Failure(ExitCodes.refused, "cancelled")
         }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import PuffClient
 import PuffCore
+import PuffFleet
 import PuffPlatform
 
 /// `puff-enroll`: enroll and change Puff credentials; inspect and reset lockouts.
@@ -120,6 +121,13 @@ struct Failure: Error, CustomStringConvertible {
 
 /// Common steps of every subcommand.
 enum Command {
+    /// The store a command run as root works in: the files store, or the directory in fleet
+    /// mode, as `StoreRoute.choose` decides; every command after this goes through it.
+    static func store(_ options: PuffOptions) -> any StoreBackend {
+        let files = FilesStore(options: options)
+        return StoreRoute.choose(options, for: .tool(effectiveUID: geteuid())) == .directory ? FleetStore(files) : files
+    }
+
     /// Runs `body`, turning failures into a message on stderr and the documented exit code.
     static func run(_ body: () throws -> Void) throws {
         umask(0o077)

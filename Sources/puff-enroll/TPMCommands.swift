@@ -24,9 +24,11 @@ struct TPMCommand: ParsableCommand {
     }
 
     static func keys(_ options: PuffOptions) -> [Key] {
-        [Key(label: "host key", path: options.recordDirectory + "/" + RecordStore.hostKeyName,
-             handle: TPMClient.hostKeyHandle, create: !options.directory.isEnabled),
-         Key(label: "fleet key", path: options.directory.fleetKeyPath, handle: TPMClient.fleetKeyHandle, create: false)]
+        let hostKey = options.recordDirectory + "/" + RecordStore.hostKeyName
+        // The host key is made here only where it is the store's key (not on a fleet host).
+        return [Key(label: "host key", path: hostKey, handle: TPMClient.hostKeyHandle,
+                    create: Command.store(options).recordKeyPath == hostKey),
+                Key(label: "fleet key", path: options.directory.fleetKeyPath, handle: TPMClient.fleetKeyHandle, create: false)]
     }
 
     /// The key's directory (nil when it does not exist) handed to `body` with the key's name.
@@ -168,7 +170,8 @@ struct TPMCommand: ParsableCommand {
     /// The key the records are peppered and sealed with, whose place is the mode: the host
     /// key, or in fleet mode the fleet key (a fleet host has no host key).
     static func recordKey(_ options: PuffOptions) -> Key {
-        keys(options)[options.directory.isEnabled ? 1 : 0]
+        let keys = keys(options), path = Command.store(options).recordKeyPath
+        return keys.first { $0.path == path } ?? keys[0]
     }
 
     /// The line `puff-enroll status` ends with.

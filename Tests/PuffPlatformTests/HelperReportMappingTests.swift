@@ -2,7 +2,7 @@ import PuffCore
 import PuffPlatform
 import Testing
 
-/// The one mapping between the Authenticator's state and outcome and the helper's report
+/// The one mapping between the FilesStore's state and outcome and the helper's report
 /// (PuffPlatform/HelperReportMapping.swift), both ways, through the wire text.
 @Suite("HelperReportMapping")
 struct HelperReportMappingTests {
@@ -38,8 +38,8 @@ struct HelperReportMappingTests {
     }
 
     /// Every outcome of an attempt (the rehash flag and a failure's detail are not on the wire).
-    static var outcomes: [Authenticator.Outcome] {
-        var all: [Authenticator.Outcome] = [.success(rehashed: false), .success(rehashed: true), .notEnrolled]
+    static var outcomes: [AttemptOutcome] {
+        var all: [AttemptOutcome] = [.success(rehashed: false), .success(rehashed: true), .notEnrolled]
         for lock in locks {
             for failures in failureCounts {
                 all.append(.failure(failures: failures, lock: lock, detail: ""))
@@ -52,7 +52,7 @@ struct HelperReportMappingTests {
     }
 
     /// What `outcome` reads back as on the module's side.
-    static func expectedAfterWire(_ outcome: Authenticator.Outcome) -> Authenticator.Outcome {
+    static func expectedAfterWire(_ outcome: AttemptOutcome) -> AttemptOutcome {
         switch outcome {
         case .success: .success(rehashed: false)
         case .failure(let failures, let lock, _): .failure(failures: failures, lock: lock, detail: HelperReport.failureDetail)
@@ -117,7 +117,7 @@ struct HelperReportMappingTests {
     @Test("a subject's state becomes a report and back: not enrolled keeps only that it is not enrolled")
     func notEnrolledRoundTrip() throws {
         for reason in ["invalid user name", "no such account", "no Puff record"] {
-            let subject = Authenticator.Subject.notEnrolled(reason: reason)
+            let subject = Subject.notEnrolled(reason: reason)
             #expect(subject.state == .notEnrolled(reason))
             let text = HelperReport(subject.state).encoded()
             let back = try HelperReport.state(status: HelperExit.success, output: text, helper: Self.path)

@@ -18,7 +18,7 @@ struct KeyringCopyTests {
 
     private func root() throws -> Account { try #require(try Account.lookup("root")) }
 
-    private func password(_ release: consuming Authenticator.Release) throws -> String? {
+    private func password(_ release: consuming KeyringRelease) throws -> String? {
         switch release {
         case .password(let bytes): return bytes.withBytes { String(decoding: $0, as: UTF8.self) }
         default: return nil
@@ -28,7 +28,7 @@ struct KeyringCopyTests {
     @Test("captured without the passcode, opened only with it; a new passcode drops the copy")
     func captureAndRelease() throws {
         let scratch = try ScratchDirectory()
-        let authenticator = Authenticator(options: options(scratch))
+        let authenticator = FilesStore(options: options(scratch))
         let account = try root()
         try authenticator.storePasscode(try secret("604917"), type: .digits6, for: account)
         let record = try #require(try RecordStore(directory: scratch("etc")).load(account))
@@ -55,8 +55,8 @@ struct KeyringCopyTests {
     func keyPairAddedAtLogin() throws {
         let scratch = try ScratchDirectory()
         let account = try root()
-        try Authenticator(options: options(scratch, keyring: false)).storePasscode(try secret("604917"), type: .digits6, for: account)
-        let authenticator = Authenticator(options: options(scratch))
+        try FilesStore(options: options(scratch, keyring: false)).storePasscode(try secret("604917"), type: .digits6, for: account)
+        let authenticator = FilesStore(options: options(scratch))
         #expect(try authenticator.captureKeyring(try secret("Sys-Pass-4217"), for: account) == .noKeyPair)
         guard case .keyPairAdded = try authenticator.releaseKeyring(try secret("604917"), for: account) else {
             Issue.record("no key pair was added")
@@ -69,7 +69,7 @@ struct KeyringCopyTests {
     @Test("the copy file is read with the store's rules: group-readable, symlinked or another user's is refused")
     func trustedFileRules() throws {
         let scratch = try ScratchDirectory()
-        let authenticator = Authenticator(options: options(scratch))
+        let authenticator = FilesStore(options: options(scratch))
         let account = try root()
         try authenticator.storePasscode(try secret("604917"), type: .digits6, for: account)
         #expect(try authenticator.captureKeyring(try secret("Sys-Pass-4217"), for: account) == .kept)

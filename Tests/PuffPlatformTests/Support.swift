@@ -200,7 +200,7 @@ func errorKind(_ body: () throws(StoreError) -> Void) -> ErrorKind? {
     }
 }
 
-/// A mutable clock for `Authenticator`.
+/// A mutable clock for `FilesStore`.
 final class TestClock: Sendable {
     private let seconds: Atomic<Int64>
     init(_ start: Int64) { seconds = Atomic(start) }

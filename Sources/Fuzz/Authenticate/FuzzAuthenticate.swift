@@ -3,7 +3,7 @@ import Glibc
 import PuffCore
 import PuffPlatform
 
-// A whole authentication (`Authenticator.subject` then `attempt`) against a real store made
+// A whole authentication (`FilesStore.subject` then `attempt`) against a real store made
 // once in a temp directory: records, host key and counters on disk, the minimum argon2id
 // cost. Input: one byte choosing the user, then the secret exactly as a conversation reply
 // would carry it (a passcode, or a `puff-gesture:` message).
@@ -26,7 +26,7 @@ let userNames = ["root", "daemon", "bin", "puff-fuzz-no-such-user"]
 /// The store, enrolled once per process and removed at exit.
 final class FuzzStore: @unchecked Sendable {
     let directory: String
-    let authenticator: Authenticator
+    let authenticator: FilesStore
     let counters: LockoutStore
     let template: GestureTemplate
 
@@ -45,7 +45,7 @@ final class FuzzStore: @unchecked Sendable {
         options.lockout.deny = 5
         options.lockout.delays = [60]
         options.lockout.evenDenyRoot = true
-        authenticator = Authenticator(options: options)
+        authenticator = FilesStore(options: options)
         counters = LockoutStore(directory: options.stateDirectory, lockWaitSeconds: 5)
         guard let gesture = try? GestureWire.parse(gestureMessage),
               let template = try? GestureEnroller.build(drawings: [gesture, gesture]),

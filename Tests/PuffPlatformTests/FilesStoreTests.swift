@@ -3,7 +3,7 @@ import PuffCore
 import PuffPlatform
 import Testing
 
-@Suite("Authenticator")
+@Suite("FilesStore")
 struct AuthenticatorTests {
     static let start: Int64 = 1_700_000_000
     static let cheap = Argon2Parameters(memoryKiB: 8, iterations: 1)
@@ -29,7 +29,7 @@ struct AuthenticatorTests {
     }
 
     /// Resolves `root` and runs one attempt.
-    private func attempt(_ authenticator: Authenticator, _ passcode: String) throws -> Authenticator.Outcome {
+    private func attempt(_ authenticator: FilesStore, _ passcode: String) throws -> AttemptOutcome {
         let subject = try authenticator.subject(for: "root")
         return try authenticator.attempt(try secret(passcode), for: subject)
     }
@@ -40,10 +40,10 @@ struct AuthenticatorTests {
     }
 
     /// One attempt that also returns what it counted.
-    private func countedAttempt(_ authenticator: Authenticator, _ passcode: String)
-        throws -> (Authenticator.Outcome, Authenticator.CountedFailure?) {
+    private func countedAttempt(_ authenticator: FilesStore, _ passcode: String)
+        throws -> (AttemptOutcome, CountedFailure?) {
         let subject = try authenticator.subject(for: "root")
-        var counted: Authenticator.CountedFailure?
+        var counted: CountedFailure?
         let outcome = try authenticator.attempt(try secret(passcode), for: subject, counted: &counted)
         return (outcome, counted)
     }
@@ -52,7 +52,7 @@ struct AuthenticatorTests {
     func takeBackRestoresTheCounterBefore() throws {
         let scratch = try ScratchDirectory()
         let clock = TestClock(Self.start)
-        let authenticator = Authenticator(options: options(scratch), now: { clock.now })
+        let authenticator = FilesStore(options: options(scratch), now: { clock.now })
         let account = try root()
         let counters = LockoutStore(directory: scratch("state"), lockWaitSeconds: 30)
         try authenticator.storePasscode(try secret("604917"), type: .digits6, for: account)
@@ -86,7 +86,7 @@ struct AuthenticatorTests {
     func takeBackAfterOtherFailures() throws {
         let scratch = try ScratchDirectory()
         let clock = TestClock(Self.start)
-        let authenticator = Authenticator(options: options(scratch), now: { clock.now })
+        let authenticator = FilesStore(options: options(scratch), now: { clock.now })
         let account = try root()
         let counters = LockoutStore(directory: scratch("state"), lockWaitSeconds: 30)
         try authenticator.storePasscode(try secret("604917"), type: .digits6, for: account)
@@ -108,7 +108,7 @@ struct AuthenticatorTests {
     func endToEnd() throws {
         let scratch = try ScratchDirectory()
         let clock = TestClock(Self.start)
-        let authenticator = Authenticator(options: options(scratch), now: { clock.now })
+        let authenticator = FilesStore(options: options(scratch), now: { clock.now })
         let account = try root()
         let counters = LockoutStore(directory: scratch("state"), lockWaitSeconds: 30)
 
@@ -149,7 +149,7 @@ struct AuthenticatorTests {
     func lockBoundary() throws {
         let scratch = try ScratchDirectory()
         let clock = TestClock(Self.start)
-        let authenticator = Authenticator(options: options(scratch), now: { clock.now })
+        let authenticator = FilesStore(options: options(scratch), now: { clock.now })
         try authenticator.storePasscode(try secret("604917"), type: .digits6, for: try root())
         for expected in UInt32(1)...3 {
             guard case .failure(let failures, _, _) = try attempt(authenticator, "wrong") else {
@@ -169,7 +169,7 @@ struct AuthenticatorTests {
         let scratch = try ScratchDirectory()
         var lenient = options(scratch)
         lenient.lockout.evenDenyRoot = false
-        let authenticator = Authenticator(options: lenient, now: { Self.start })
+        let authenticator = FilesStore(options: lenient, now: { Self.start })
         try authenticator.storePasscode(try secret("604917"), type: .digits6, for: try root())
         for failures in UInt32(1)...4 {
             #expect(try attempt(authenticator, "wrong") == .failure(failures: failures, lock: .open))
@@ -182,13 +182,13 @@ struct AuthenticatorTests {
         let scratch = try ScratchDirectory()
         let clock = TestClock(Self.start)
         let before = options(scratch)
-        try Authenticator(options: before, now: { clock.now })
+        try FilesStore(options: before, now: { clock.now })
             .storePasscode(try secret("correct horse"), type: .alphanumeric, for: try root())
         let oldHash = try storedHash(before)
         #expect(try Argon2Parameters.parse(oldHash) == Self.cheap)
 
         let after = options(scratch, kdf: Argon2Parameters(memoryKiB: 16, iterations: 2))
-        let upgraded = Authenticator(options: after, now: { clock.now })
+        let upgraded = FilesStore(options: after, now: { clock.now })
         // A wrong passcode does not rehash.
         #expect(try attempt(upgraded, "wrong horse") == .failure(failures: 1, lock: .open))
         #expect(try storedHash(after) == oldHash)
@@ -201,14 +201,14 @@ struct AuthenticatorTests {
         #expect(record.passcode?.type == .alphanumeric)
         #expect(try attempt(upgraded, "correct horse") == .success(rehashed: false))
         // The old cost sees a rehash again.
-        #expect(try attempt(Authenticator(options: before, now: { clock.now }), "correct horse") == .success(rehashed: true))
+        #expect(try attempt(FilesStore(options: before, now: { clock.now }), "correct horse") == .success(rehashed: true))
         #expect(try Argon2Parameters.parse(try storedHash(before)) == Self.cheap)
     }
 
     @Test("storePasscode replaces the passcode and keeps one host key")
     func replacePasscode() throws {
         let scratch = try ScratchDirectory()
-        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        let authenticator = FilesStore(options: options(scratch), now: { Self.start })
         try authenticator.storePasscode(try secret("604917"), type: .digits6, for: try root())
         let key = try contents(scratch("etc/host.key"))
         try authenticator.storePasscode(try secret("5839"), type: .digits4, for: try root())
@@ -221,7 +221,7 @@ struct AuthenticatorTests {
     @Test("removeEnrollment removes the record and clears the counter")
     func removeEnrollment() throws {
         let scratch = try ScratchDirectory()
-        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        let authenticator = FilesStore(options: options(scratch), now: { Self.start })
         let account = try root()
         try authenticator.storePasscode(try secret("604917"), type: .digits6, for: account)
         #expect(try attempt(authenticator, "wrong") == .failure(failures: 1, lock: .open))
@@ -238,48 +238,47 @@ struct AuthenticatorTests {
         #expect(try attempt(authenticator, "604917") == .notEnrolled)
     }
 
-    /// One attempt through any backend, as the module makes it.
-    private func attempt(through backend: some CredentialBackend, _ passcode: String)
-        throws -> (Authenticator.Outcome, Authenticator.CountedFailure?) {
-        var counted: Authenticator.CountedFailure?
-        let outcome = try backend.attempt(try secret(passcode), counted: &counted)
+    /// One attempt as the module makes it, with the counted failure.
+    private func attempt(_ store: FilesStore, _ name: String, _ passcode: String) throws -> (AttemptOutcome, CountedFailure?) {
+        var counted: CountedFailure?
+        let outcome = try store.attempt(try secret(passcode), for: try store.subject(for: name), counted: &counted)
         return (outcome, counted)
     }
 
-    @Test("the local backend is the Authenticator behind the seam, and its answers read back the same through a helper's report")
-    func localBackend() throws {
+    @Test("the files store's state and outcomes read back the same through a helper's report")
+    func stateThroughReport() throws {
         let scratch = try ScratchDirectory()
-        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        let store = FilesStore(options: options(scratch), now: { Self.start })
         let account = try root()
-        let unenrolled = try LocalBackend(authenticator, userName: "root")
-        #expect(unenrolled.state == .notEnrolled("no Puff record") && unenrolled.auditUID == nil)
-        #expect(try attempt(through: unenrolled, "604917").0 == .notEnrolled)
+        let unenrolled = try store.subject(for: "root")
+        #expect(unenrolled.state == .notEnrolled("no Puff record") && unenrolled.account == nil)
+        #expect(try attempt(store, "root", "604917").0 == .notEnrolled)
 
-        try authenticator.storePasscode(try secret("604917"), type: .digits6, for: account)
-        let backend = try LocalBackend(authenticator, userName: "root")
-        let state = backend.state
+        try store.storePasscode(try secret("604917"), type: .digits6, for: account)
+        let subject = try store.subject(for: "root")
+        let state = subject.state
         #expect(state == CredentialState(notEnrolledReason: nil, lock: .open,
                                          acceptance: .passcodeOnly(.digits6, because: nil), failures: 0))
-        #expect(backend.auditUID == 0)
+        #expect(subject.account?.uid == 0)
         // What puff-check would send for this state reads back as the same state.
         #expect(try HelperReport.state(status: HelperExit.success, output: HelperReport(state).encoded(),
                                        helper: "puff-check") == state)
-        let (wrong, counted) = try attempt(through: backend, "111111")
+        let (wrong, counted) = try attempt(store, "root", "111111")
         #expect(wrong == .failure(failures: 1, lock: .open))
         #expect(counted?.after.failures == 1)
         let report = HelperReport(wrong, before: state)
         #expect(report.exitStatus == HelperExit.refused)
         #expect(try HelperReport.outcome(status: report.exitStatus, output: report.encoded(), helper: "puff-check")
                 == .failure(failures: 1, lock: .open, detail: HelperReport.failureDetail))
-        let (right, none) = try attempt(through: try LocalBackend(authenticator, userName: "root"), "604917")
+        let (right, none) = try attempt(store, "root", "604917")
         #expect(right == .success(rehashed: false) && none == nil)
-        #expect(try LocalBackend(authenticator, userName: "root").state.failures == 0)
+        #expect(try store.subject(for: "root").state.failures == 0)
     }
 
     @Test("subjects that are not enrolled, and their attempts")
     func notEnrolled() throws {
         let scratch = try ScratchDirectory()
-        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        let authenticator = FilesStore(options: options(scratch), now: { Self.start })
         for (name, expected) in [("../x", "invalid user name"), ("a b", "invalid user name"),
                                  ("puff-no-such-user", "no such account"), ("root", "no Puff record")] {
             let subject = try authenticator.subject(for: name)
@@ -297,7 +296,7 @@ struct AuthenticatorTests {
     @Test("an enrolled subject whose host key disappeared fails closed")
     func missingHostKey() throws {
         let scratch = try ScratchDirectory()
-        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        let authenticator = FilesStore(options: options(scratch), now: { Self.start })
         try authenticator.storePasscode(try secret("604917"), type: .digits6, for: try root())
         let subject = try authenticator.subject(for: "root")
         guard unlink(scratch("etc/host.key")) == 0 else { throw SetupError(what: "unlink") }
@@ -308,7 +307,7 @@ struct AuthenticatorTests {
     @Test("a record for another uid fails closed")
     func recordForAnotherUid() throws {
         let scratch = try ScratchDirectory()
-        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        let authenticator = FilesStore(options: options(scratch), now: { Self.start })
         let impostor = Account(name: try root().name, uid: 4242)
         try authenticator.storePasscode(try secret("604917"), type: .digits6, for: impostor)
         #expect(errorKind { () throws(StoreError) in _ = try authenticator.subject(for: "root") } == .wrongOwner)
@@ -321,7 +320,7 @@ struct AuthenticatorTests {
                                                  parameters: try PuffOptions().gestureParameters())
         func problem(_ text: String) throws -> String? {
             try Array(text.utf8).withUnsafeBytes { buffer throws(StoreError) -> String? in
-                Authenticator.gestureProblem(try SecureBytes(copying: buffer), template)
+                AttemptEngine.gestureProblem(try SecureBytes(copying: buffer), template)
             }
         }
         #expect(try problem(wire) == nil)
@@ -333,7 +332,7 @@ struct AuthenticatorTests {
     @Test("a gesture enrollment killed between its record and its picture is finished by the next login")
     func stagedPicture() throws {
         let scratch = try ScratchDirectory()
-        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        let authenticator = FilesStore(options: options(scratch), now: { Self.start })
         let account = try root()
         let records = RecordStore(directory: scratch("etc"))
         let wire = Array("puff-gesture:1:400x300:p 10,10 200,10 200,200;t 300,80".utf8)
@@ -363,7 +362,7 @@ struct AuthenticatorTests {
     @Test("a version-2 gesture template logs in by the version-2 rules and is migrated to version 3 by that success")
     func versionTwoMigrates() throws {
         let scratch = try ScratchDirectory()
-        let authenticator = Authenticator(options: options(scratch), now: { Self.start })
+        let authenticator = FilesStore(options: options(scratch), now: { Self.start })
         let account = try root()
         // A version-2 template stores each path as 32 points along it.
         func line(_ x0: Double, _ y0: Double, _ x1: Double, _ y1: Double) -> GesturePart {
@@ -399,7 +398,7 @@ struct AuthenticatorTests {
         let scratch = try ScratchDirectory()
         var debugOptions = options(scratch)
         debugOptions.debug = true
-        let authenticator = Authenticator(options: debugOptions, now: { Self.start })
+        let authenticator = FilesStore(options: debugOptions, now: { Self.start })
         let account = try root()
         let wire = "puff-gesture:1:400x300:p 10,10 200,10 200,200;t 300,80"
         let old = try GestureEnroller.build(from: try GestureWire.parse(Array(wire.utf8)))
