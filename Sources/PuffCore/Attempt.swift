@@ -120,30 +120,72 @@ public struct AdmissionRules: Sendable {
     }
 }
 
+/// An attempt as a counter's step 1 counted it.
+public struct CountedAttempt {
+    /// The record the secret is checked against.
+    public var record: UserRecord
+    /// A gesture's template, opened before counting.
+    public var template: GestureTemplate?
+    /// The failures in a row this count makes.
+    public var failures: UInt32
+    /// The lock this count leaves.
+    public var lock: LockStatus
+    /// What `authsucc` (or the helper's system-password check) takes back.
+    public var failure: CountedFailure
+    /// Where the count went, for the failure's log line ("" for the files store).
+    public var origin: String
+    /// Fleet mode: `false` when another host counted between this attempt's read and its
+    /// increment past `deny` (`LockoutPolicy.fleetMayVerify`): counted, never verified.
+    public var mayVerify: Bool
+    /// Fleet mode online: the directory's count after this attempt's increment.
+    public var directoryCount: UInt32
+
+    public init(record: UserRecord, template: GestureTemplate?, failures: UInt32, lock: LockStatus,
+                failure: CountedFailure, origin: String = "", mayVerify: Bool = true, directoryCount: UInt32 = 0) {
+        (self.record, self.template, self.failures, self.lock, self.failure) = (record, template, failures, lock, failure)
+        (self.origin, self.mayVerify, self.directoryCount) = (origin, mayVerify, directoryCount)
+    }
+
+    /// This counted attempt refused, `detail` saying why.
+    public func failed(_ detail: String) -> AttemptOutcome {
+        let joined = origin.isEmpty ? detail : detail.isEmpty ? origin : origin + "; " + detail
+        return .failure(failures: failures, lock: lock, detail: joined)
+    }
+}
+
 /// What the record must still hold, read again under the lock after the secret verified.
 public enum SettleCheck: Sendable {
     /// The passcode that verified.
     case passcode(StoredPasscode)
     /// The gesture that matched.
     case gesture(StoredGesture?)
+}
 
-    /// The refusal when the record changed meanwhile (or, for a gesture, an administrator
-    /// locked it meanwhile), a counted failure with the attempt's `failures`, `lock` and
-    /// `origin`. `nil`: the success stands.
-    public func refusal(current: UserRecord?, adminLock: Bool, failures: UInt32, lock: LockStatus,
-                        origin: String) -> AttemptOutcome? {
-        func failed(_ detail: String) -> AttemptOutcome {
-            .failure(failures: failures, lock: lock, detail: origin.isEmpty ? detail : origin + "; " + detail)
-        }
-        guard let current else { return failed("the record was removed meanwhile") }
-        switch self {
+/// What a counter's step 3 does after the secret verified.
+public enum Settlement {
+    /// The record changed meanwhile (or an administrator locked a gesture meanwhile): refused.
+    case refused(AttemptOutcome)
+    /// The success stands; the counter is to be written as this (`nil`: left as it is).
+    case settled(Tally?)
+}
+
+extension AdmissionRules {
+    /// Step 3's rule, the same for every counter: `current` (the record read again under the
+    /// lock) must still hold what `check` verified; then the failures counted up to `attempt`
+    /// are cleared from `tally`, and a passcode's success is recorded.
+    public func settle(_ attempt: CountedAttempt, _ check: SettleCheck, current: UserRecord?, adminLock: Bool,
+                       tally: Tally, passcodeUsed: Bool) -> Settlement {
+        guard let current else { return .refused(attempt.failed("the record was removed meanwhile")) }
+        switch check {
         case .passcode(let stored):
-            return current.passcode == stored ? nil : failed("the passcode was changed meanwhile")
+            guard current.passcode == stored else { return .refused(attempt.failed("the passcode was changed meanwhile")) }
         case .gesture(let stored):
-            guard current.gesture == stored else { return failed("the gesture was changed meanwhile") }
-            guard adminLock else { return nil }
-            return current.passcode == nil ? .locked(.lockedUntilReset) : .passcodeRequired(.administrator)
+            guard current.gesture == stored else { return .refused(attempt.failed("the gesture was changed meanwhile")) }
+            if adminLock {
+                return .refused(current.passcode == nil ? .locked(.lockedUntilReset) : .passcodeRequired(.administrator))
+            }
         }
+        return .settled(settled(tally, serial: attempt.failure.after.serial, passcodeUsed: passcodeUsed))
     }
 }
 

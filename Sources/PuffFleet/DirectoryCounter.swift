@@ -116,8 +116,9 @@ struct DirectoryCounter: AttemptCounter {
         var latest: (record: UserRecord, counter: FleetCounter)?
         for _ in 0..<4 where !settled {
             let found = try store.fleetRecord(connection, account)
-            if let refused = check.refusal(current: found?.record, adminLock: found?.entry.adminLock ?? false,
-                                           failures: attempt.failures, lock: attempt.lock, origin: attempt.origin) { return refused }
+            // The local counter is settled below; here only whether the success stands.
+            if case .refused(let outcome) = rules.settle(attempt, check, current: found?.record, adminLock: found?.entry.adminLock ?? false,
+                                                         tally: Tally(), passcodeUsed: passcodeUsed) { return outcome }
             guard let found else { return .locked(.lockedUntilReset) }
             var counter = try FleetStore.fleetCounter(found.entry)
             let current = counter.failures

@@ -133,10 +133,13 @@ struct OfflineCounter: AttemptCounter {
         let cache = store.fleetCache
         return try store.counters.update(account.name) { tally, save throws(StoreError) -> AttemptOutcome in
             let cached = try cache.read(account)
-            if let refused = check.refusal(current: cached?.record, adminLock: cached?.counter.adminLock ?? false,
-                                           failures: attempt.failures, lock: attempt.lock, origin: attempt.origin) { return refused }
-            guard var current = cached else { return .locked(.lockedUntilReset) }
-            if let next = rules.settled(tally, serial: attempt.failure.after.serial, passcodeUsed: passcodeUsed) {
+            let settlement = rules.settle(attempt, check, current: cached?.record, adminLock: cached?.counter.adminLock ?? false,
+                                          tally: tally, passcodeUsed: passcodeUsed)
+            guard case .settled(let next) = settlement, var current = cached else {
+                if case .refused(let outcome) = settlement { return outcome }
+                return .locked(.lockedUntilReset)
+            }
+            if let next {
                 try save.lowering(next)
                 tally = next
             }

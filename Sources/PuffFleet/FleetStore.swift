@@ -72,6 +72,10 @@ public struct FleetStore: StoreBackend {
         return FleetCounter(failures: count, lastFailure: max(0, entry.lastFailure ?? 0), adminLock: entry.adminLock)
     }
 
+    public func subject(for userName: String) throws(StoreError) -> Subject {
+        try files.resolve(userName) { account throws(StoreError) in try subject(of: account) }
+    }
+
     @inline(never)
     public func subject(of account: Account) throws(StoreError) -> Subject {
         let found: (entry: DirectoryEntry, record: UserRecord)?

@@ -103,9 +103,10 @@ extension ModuleContext {
         let work: LoginWork
         do {
             // The route, decided once, before the prompt; tpm mode included.
+            // Tpm mode: the module has no TPM code, so the root-started helper unseals.
             var sealedKey = false
-            if geteuid() == 0, getuid() == 0 {
-                sealedKey = try RecordStore(directory: options.recordDirectory, session: session).hostKeyIsSealed()
+            if geteuid() == 0, getuid() == 0, let store = try session.directory(options.recordDirectory) {
+                sealedKey = try StoreKey.location(RecordStore.hostKeyName, in: store.trusted) == .tpm
             }
             let route = StoreRoute.choose(options, for: .module(effectiveUID: geteuid(), realUID: getuid(), sealedKey: sealedKey))
             if route == .ownHelper, let refused = refuseAnotherUser(login, rawName) { return refused }

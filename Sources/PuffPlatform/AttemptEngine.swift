@@ -224,39 +224,6 @@ package enum CountStep {
     case counted(CountedAttempt)
 }
 
-/// An attempt as step 1 counted it.
-package struct CountedAttempt {
-    /// The record the secret is checked against.
-    package var record: UserRecord
-    /// A gesture's template, opened before counting.
-    package var template: GestureTemplate?
-    /// The failures in a row this count makes.
-    package var failures: UInt32
-    /// The lock this count leaves.
-    package var lock: LockStatus
-    /// What `authsucc` (or the helper's system-password check) takes back.
-    package var failure: CountedFailure
-    /// Where the count went, for the failure's log line ("" for the files store).
-    package var origin: String = ""
-    /// Fleet mode: `false` when another host counted between this attempt's read and its
-    /// increment past `deny` (`LockoutPolicy.fleetMayVerify`): counted, never verified.
-    package var mayVerify = true
-    /// Fleet mode online: the directory's count after this attempt's increment.
-    package var directoryCount: UInt32 = 0
-
-    package init(record: UserRecord, template: GestureTemplate?, failures: UInt32, lock: LockStatus,
-                 failure: CountedFailure, origin: String = "", mayVerify: Bool = true, directoryCount: UInt32 = 0) {
-        (self.record, self.template, self.failures, self.lock, self.failure) = (record, template, failures, lock, failure)
-        (self.origin, self.mayVerify, self.directoryCount) = (origin, mayVerify, directoryCount)
-    }
-
-    /// This counted attempt refused, `detail` saying why.
-    func failed(_ detail: String) -> AttemptOutcome {
-        let joined = origin.isEmpty ? detail : detail.isEmpty ? origin : origin + "; " + detail
-        return .failure(failures: failures, lock: lock, detail: joined)
-    }
-}
-
 /// What a success stores beside settling the counter.
 package enum RecordUpgrade {
     /// The passcode hash at the current cost.

@@ -31,6 +31,29 @@ public struct FilesStore: StoreBackend {
 
     // MARK: a login
 
+    public func subject(for userName: String) throws(StoreError) -> Subject {
+        try resolve(userName) { account throws(StoreError) in try subject(of: account) }
+    }
+
+    /// `userName` (raw, as the application gave it) resolved to an account and handed to
+    /// `subject`, or why it names no one. With `evenRefusals`, a name without a record costs
+    /// the reads an enrolled one does, so the time to the prompt does not tell who is enrolled.
+    public func resolve(_ userName: String, _ subject: (Account) throws(StoreError) -> Subject) throws(StoreError) -> Subject {
+        let resolved: Subject
+        if UserName(userName) == nil {
+            resolved = .notEnrolled(reason: "invalid user name")
+        } else if let account = try Account.lookup(userName) {
+            resolved = try subject(account)
+        } else {
+            resolved = .notEnrolled(reason: "no such account")
+        }
+        if evenRefusals, case .notEnrolled = resolved {
+            _ = try? counters.readDecoy()
+            _ = session.bootID()
+        }
+        return resolved
+    }
+
     @inline(never)
     public func subject(of account: Account) throws(StoreError) -> Subject {
         guard let record = try records.load(account), record.hasAnyFactor else {
@@ -263,9 +286,10 @@ package struct FilesCounter: AttemptCounter {
         let records = store.records
         return try store.counters.update(account.name) { tally, save throws(StoreError) -> AttemptOutcome in
             let current = try records.load(account)
-            if let refused = check.refusal(current: current, adminLock: tally.adminLock, failures: attempt.failures,
-                                           lock: attempt.lock, origin: attempt.origin) { return refused }
-            if let next = rules.settled(tally, serial: attempt.failure.after.serial, passcodeUsed: passcodeUsed) {
+            switch rules.settle(attempt, check, current: current, adminLock: tally.adminLock, tally: tally, passcodeUsed: passcodeUsed) {
+            case .refused(let outcome): return outcome
+            case .settled(nil): break
+            case .settled(let next?):
                 // Not waited for on disk: a crash that loses it leaves this attempt counted as
                 // a failure, which is stricter, never laxer.
                 try save.lowering(next)

@@ -171,13 +171,6 @@ public struct RecordStore {
     /// The host key, or `nil` when it does not exist yet: from `host.key`, or unsealed by the
     /// TPM `tpm` names in tpm mode (StoreKey.swift, the one place the key is read).
     @inline(never)
-    /// Whether the host key is sealed in the TPM (tpm mode): one openat of `host.key`, and in
-    /// tpm mode one more of `host.key.tpm`.
-    public func hostKeyIsSealed() throws(StoreError) -> Bool {
-        guard let root = try session.directory(directory) else { return false }
-        return try StoreKey.location(Self.hostKeyName, in: root.trusted) == .tpm
-    }
-
     public func loadHostKey(tpm: TPMSettings) throws(StoreError) -> SecureBytes? {
         guard let root = try session.directory(directory) else { return nil }
         return try StoreKey.read(Self.hostKeyName, in: root.trusted, tpm: tpm)

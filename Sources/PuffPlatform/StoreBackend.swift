@@ -11,6 +11,8 @@ public protocol StoreBackend {
     /// Discreet refusals: every refusal costs the same work (`AttemptEngine.evenRefusals`).
     var evenRefusals: Bool { get set }
 
+    /// The subject of `userName` (raw, as the application gave it), `FilesStore.resolve`d.
+    func subject(for userName: String) throws(StoreError) -> Subject
     /// The subject of an account already looked up.
     func subject(of account: Account) throws(StoreError) -> Subject
     /// One attempt; `counted` is the failure it counted, for the `authsucc` line.
@@ -77,25 +79,6 @@ public struct StoreStatus: Sendable {
 }
 
 extension StoreBackend {
-    /// Resolves `userName` (raw, as the application gave it). With `evenRefusals`, a name
-    /// without a record costs the reads an enrolled one does, so the time to the prompt does
-    /// not tell who is enrolled.
-    public func subject(for userName: String) throws(StoreError) -> Subject {
-        let subject: Subject
-        if UserName(userName) == nil {
-            subject = .notEnrolled(reason: "invalid user name")
-        } else if let account = try Account.lookup(userName) {
-            subject = try self.subject(of: account)
-        } else {
-            subject = .notEnrolled(reason: "no such account")
-        }
-        if evenRefusals, case .notEnrolled = subject {
-            _ = try? LockoutStore(directory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds, session: session).readDecoy()
-            _ = session.bootID()
-        }
-        return subject
-    }
-
     /// A login's attempt (not a proof for a change).
     public func attempt(_ secret: borrowing SecureBytes, for subject: Subject,
                         counted: inout CountedFailure?) throws(StoreError) -> AttemptOutcome {
