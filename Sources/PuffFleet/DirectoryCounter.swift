@@ -86,22 +86,22 @@ struct DirectoryCounter: AttemptCounter {
             template = try GestureSealing.open(gesture.sealedTemplate, for: account, hostKey: key, path: entry.dn)
         }
         // Counted in the directory first; an attempt it cannot count is never verified.
-        let counted = try connection.countFailure(dn: entry.dn, now: time, host: host)
+        let fleetCount = try connection.countFailure(dn: entry.dn, now: time, host: host)
         let (localBefore, localAfter) = try store.counters.update(account.name) { tally, save throws(StoreError) -> (Tally, Tally) in
             let before = tally
             tally = rules.counting(before)
             try save(tally)
             return (before, tally)
         }
-        let after = options.lockout.fleetTally(FleetCounter(failures: counted, lastFailure: time, adminLock: fleet.adminLock),
+        let after = options.lockout.fleetTally(FleetCounter(failures: fleetCount, lastFailure: time, adminLock: fleet.adminLock),
                                                local: localAfter)
-        return .counted(CountedAttempt(record: record, template: template, failures: counted, lock: rules.lock(after: after),
+        return .counted(CountedAttempt(record: record, template: template, failures: fleetCount, lock: rules.lock(after: after),
                                        failure: .init(user: account.name, before: localBefore, after: localAfter,
                                                       countedInDirectory: true),
-                                       origin: "fleet failure \(counted) counted by \(host)",
-                                       mayVerify: options.lockout.fleetMayVerify(before: fleet.failures, counted: counted,
+                                       origin: "fleet failure \(fleetCount) counted by \(host)",
+                                       mayVerify: options.lockout.fleetMayVerify(before: fleet.failures, counted: fleetCount,
                                                                                  isRoot: rules.isRoot),
-                                       directoryCount: counted))
+                                       directoryCount: fleetCount))
     }
 
     /// The record must still hold the secret that verified; the directory's count loses the

@@ -36,7 +36,7 @@ package struct AttemptEngine {
                                 counted: &counted, work: &work)
         guard evenRefusals else { return outcome }
         if case .success = outcome { return outcome }
-        if !work.counted { try writeDecoy() }
+        if !work.wroteCount { try writeDecoy() }
         if !work.hashed { try runDummyVerification(secret, key: key) }
         if !work.matched { try runDummyGestureMatch(secret, key: key) }
         return outcome
@@ -55,7 +55,7 @@ package struct AttemptEngine {
 
     /// What an attempt did of a refusal's work.
     private struct RefusalWork {
-        var counted = false
+        var wroteCount = false
         var hashed = false
         var matched = false
     }
@@ -77,7 +77,7 @@ package struct AttemptEngine {
             return outcome
         case .counted(let step):
             attempt = step
-            work.counted = true
+            work.wroteCount = true
         }
         let outcome = try check(secret, attempt, counter, rules, key: key, for: account, work: &work)
         // A counted failure is what `authsucc` may take back; a success or a lock has none.
