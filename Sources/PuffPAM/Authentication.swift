@@ -292,15 +292,17 @@ extension ModuleContext {
         func tell(_ message: String) {
             complain(login.discreet ? Self.discreetRefusal(gesture: isGesture) : message, silent: silent || login.promptsEveryAccount)
         }
+        // A helper wrote the attempt's line itself: one line per attempt.
+        let attemptLine = login.route == .files ? outcome.logLine(user: login.forLog, kind: noun) : nil
         if case .failure(let failures, _, _) = outcome, let pending {
             let prefix = finalLinePrefix()
             pending.finalLines.append((LOG_NOTICE, prefix + authenticationFailureLine(user: login.user.isEmpty ? "(invalid)" : login.user)))
-            if let line = outcome.logLine(user: login.forLog, kind: noun) { pending.finalLines.append((line.priority, prefix + line.text)) }
+            if let line = attemptLine { pending.finalLines.append((line.priority, prefix + line.text)) }
             log(LOG_INFO, "user \(login.forLog): \(noun) not accepted (\(failures) in a row); a failure once the stack ends, "
                 + "unless authsucc finds the password module accepted the same text")
         } else {
             if case .failure = outcome { logAuthenticationFailure(user: login.user.isEmpty ? "(invalid)" : login.user) }
-            if let line = outcome.logLine(user: login.forLog, kind: noun) { log(line.priority, line.text) }
+            if let line = attemptLine { log(line.priority, line.text) }
         }
         switch outcome {
         case .success:

@@ -110,21 +110,15 @@ public final class HelperBackend: CredentialBackend {
     /// The client of `puff-check`.
     public let client: HelperClient
     public let state: CredentialState
-    /// For a service caller: the login's one helper run, kept for the attempt.
-    private let login: HelperClient.ServiceLogin?
+    /// The login's one helper run, kept for the attempt.
+    private let login: HelperClient.Login
 
-    /// Asks the helper for the state before the prompt (a service caller's login keeps the
-    /// helper running for the attempt).
+    /// Starts the login's one helper run: the state before the prompt now, the helper kept
+    /// running for the attempt.
     public init(_ client: HelperClient) throws(StoreError) {
         self.client = client
-        if client.service != nil {
-            let login = try client.login()
-            self.login = login
-            self.state = login.state
-        } else {
-            self.login = nil
-            self.state = try client.query()
-        }
+        login = try client.login()
+        state = login.state
     }
 
     /// The caller's own uid (the helper serves no other account, and may find it enrolled by
@@ -139,8 +133,6 @@ public final class HelperBackend: CredentialBackend {
     /// no `authsucc` line to take a failure back).
     public func attempt(_ secret: borrowing SecureBytes,
                         counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
-        counted = nil
-        guard let login else { return try client.verify(secret) }
-        return try login.verify(secret, counted: &counted)
+        try login.verify(secret, counted: &counted)
     }
 }

@@ -14,9 +14,6 @@ enum HelperLog {
 
 /// One run of the helper for the caller's real uid.
 enum Helper {
-    /// Longest secret read from standard input (the module's reply limit).
-    static let maximumSecretLength = ModuleLimits.replyLength
-
     static func run(_ operation: HelperOperation) -> Int32 {
         if operation.isService { return Service.run(operation) }
         let uid = getuid()
@@ -33,18 +30,19 @@ enum Helper {
             }
             let store = Store(options: options, session: session)
             let subject = try store.subject(of: account)
+            var request = HelperFrameReader(HelperDescriptorSource(0))
             switch operation {
             case .query:
-                return write(HelperReport(subject.state)) ? HelperExit.success : HelperExit.failure
-            case .verify:
-                return try verify(store, subject, account)
+                return write(HelperReport(subject.state).encoded()) ? HelperExit.success : HelperExit.failure
+            case .login:
+                return try login(store, subject, account, &request)
             case .enrollPasscode, .enrollGesture:
-                return try Enrollment.run(operation, store, subject, account)
+                return try Enrollment.run(operation, store, subject, account, &request)
             case .precheck:
-                return try Enrollment.precheck(store, subject, account)
+                return try Enrollment.precheck(store, subject, account, &request)
             case .remove:
-                return try Enrollment.remove(store, subject, account)
-            case .serviceQuery, .serviceVerify, .serviceLogin, .serviceTakeBack:
+                return try Enrollment.remove(store, subject, account, &request)
+            case .serviceLogin, .serviceTakeBack:
                 return HelperExit.usage  // Service.run, above
             }
         } catch {
@@ -74,10 +72,19 @@ enum Helper {
         return true
     }
 
-    private static func verify(_ store: Store, _ subject: Authenticator.Subject,
-                               _ account: Account) throws(StoreError) -> Int32 {
-        guard let secret = try readSecret() else {
-            HelperLog.write(LOG_NOTICE, "user \(account.name): empty or oversized input; not counted")
+    /// `login`: the state now, then the caller's one attempt (a screen locker's unlock), with
+    /// the configuration and the subject this run already read.
+    private static func login(_ store: Store, _ subject: Authenticator.Subject, _ account: Account,
+                              _ request: inout HelperFrameReader<HelperDescriptorSource>) throws(StoreError) -> Int32 {
+        guard write(HelperLoginAnswer.stateFrame(subject.state)) else { return HelperExit.failure }
+        // The module's prompt runs now. No secret (the input ends: not enrolled, locked, an
+        // empty reply): nothing is counted.
+        let secret: SecureBytes
+        do throws(HelperProtocolError) {
+            guard let read = try HelperLoginSecret.read(from: &request) else { return HelperExit.usage }
+            secret = read
+        } catch {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): login: malformed request (\(error)); nothing counted")
             return HelperExit.usage
         }
         let kind = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
@@ -94,11 +101,12 @@ enum Helper {
             // Still a refusal, with the counter as the take-back left it.
             let after = try store.subject(of: account).state
             let report = HelperReport(.failure(failures: after.failures, lock: after.lock), before: after)
-            return write(report) ? HelperExit.refused : HelperExit.failure
+            return write(HelperLoginAnswer.attemptAnswer(report, counted: nil)) ? HelperExit.refused : HelperExit.failure
         }
+        // The attempt's one log line: the module writes none for it (PuffPAM's `conclude`).
         if let line = outcome.logLine(user: account.name.value, kind: kind) { HelperLog.write(line.priority, line.text) }
         let report = HelperReport(outcome, before: before)
-        guard write(report) else { return HelperExit.failure }
+        guard write(HelperLoginAnswer.attemptAnswer(report, counted: nil)) else { return HelperExit.failure }
         return report.exitStatus
     }
 
@@ -110,18 +118,5 @@ enum Helper {
     /// Writes `bytes` to standard output.
     static func write(_ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { buffer in (try? FileDescriptor.writeAll(1, buffer)) != nil }
-    }
-
-    /// Standard input into wiped memory: non-empty and at most `maximumSecretLength` bytes.
-    private static func readSecret() throws(StoreError) -> SecureBytes? {
-        var buffer = try SecureBytes(count: maximumSecretLength + 1)
-        let length: Int
-        do {
-            length = try buffer.withMutableBytes { bytes throws(Errno) -> Int in try FileDescriptor.read(0, into: bytes) }
-        } catch {
-            throw .system("read", path: "standard input", error)
-        }
-        guard length > 0, length <= maximumSecretLength else { return nil }
-        return try buffer.prefix(length)
     }
 }

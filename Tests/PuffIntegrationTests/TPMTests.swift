@@ -735,9 +735,9 @@ struct TPMTests {
             _, start = codes(0)
             out.write("round %d from log line %d\n" % (round + 1, start))
             out.flush()
-            p = subprocess.Popen([helper, "verify"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            p = subprocess.Popen([helper, "login"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             os.kill(p.pid, signal.SIGSTOP)
-            p.stdin.write(b"111333")
+            p.stdin.write(b"6\n111333")
             p.stdin.close()
             steps, outcome = 0, "timed out"
             deadline = time.monotonic() + 20
