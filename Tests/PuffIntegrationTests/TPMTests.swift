@@ -660,7 +660,7 @@ struct TPMTests {
     /// TPM2_StartAuthSession and TPM2_Unseal keeps that session loaded, and swtpm has three
     /// (TPM2_PT_HR_LOADED_MIN; one killed there leaks its session for good, swtpm having no
     /// resource manager to flush it). The attacker's stepper (as the user) single-steps
-    /// `puff-check verify` of their own account right after a boot, with swtpm's log as its
+    /// `puff-check login` of their own account right after a boot, with swtpm's log as its
     /// oracle, and parks three copies in that window; then the victim's right passcode, as
     /// sshd runs it, needs a session of its own. Before: the three stopped copies held every
     /// session and the victim's login failed with PAM_AUTHINFO_UNAVAIL. Now the helper makes
@@ -705,7 +705,7 @@ struct TPMTests {
     }
 
     /// The attacker's stepper (python3, as the user): argv helper, swtpm's log, the report, the
-    /// file that ends it. Three rounds: `puff-check verify` of the user's own account with a
+    /// file that ends it. Three rounds: `puff-check login` of the user's own account with a
     /// wrong passcode, stopped at once, then stepped (SIGCONT, SIGSTOP) until the log shows more
     /// StartAuthSession (0x176) than Unseal (0x15e) commands since it started (parked, kept
     /// stopped), the copy ends, or a signal is refused.
