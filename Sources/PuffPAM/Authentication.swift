@@ -105,7 +105,7 @@ extension ModuleContext {
                           // and in the services root listed in `tell_state` (a login screen).
                           discreet: geteuid() == 0 && !callerIsUser(rawName) && !tellsState(options))
         if login.route == .ownHelper, let refused = refuseAnotherUser(login, rawName) { return refused }
-        let backend: Backend
+        var backend: Backend
         do {
             backend = try Backend.prepare(login.route, options, userName: login.user, arguments: arguments,
                                           origin: serviceOrigin(), discreet: login.discreet, session: session)
@@ -134,7 +134,7 @@ extension ModuleContext {
         let outcome: Authenticator.Outcome
         var counted: Authenticator.CountedFailure?
         do {
-            outcome = try attempt(secret, login, backend, &counted, arguments: arguments)
+            outcome = try attempt(secret, login, &backend, &counted, arguments: arguments)
         } catch {
             log(LOG_ERR, "user \(login.forLog): \(error); failing closed")
             return .failure(error)
@@ -151,11 +151,11 @@ extension ModuleContext {
     /// the user's; docs/admin/protection-at-rest.md). Nothing is counted or written before that read,
     /// so the attempt starts again in the helper started with real uid root, which unseals.
     /// The state before the prompt was the files store's own, as in file mode.
-    private func attempt(_ secret: borrowing SecureBytes, _ login: Login, _ backend: Backend,
+    private func attempt(_ secret: borrowing SecureBytes, _ login: Login, _ backend: inout Backend,
                          _ counted: inout Authenticator.CountedFailure?,
                          arguments: [String]) throws(StoreError) -> Authenticator.Outcome {
-        // A loop rather than a second call: `Backend.attempt` is inlined once.
-        var backend = backend
+        // A loop rather than a second call: `Backend.attempt` is inlined once. The backend
+        // that answered is the caller's from then on (its released password, its account).
         while true {
             do {
                 return try backend.attempt(secret, counted: &counted)
@@ -307,7 +307,8 @@ extension ModuleContext {
         switch outcome {
         case .success:
             // The verdict is in: only now, and only for a passcode, the keyring's copy.
-            if !isGesture, keyringEnabled(login.options) {
+            // Through a helper, the helper read `keyring` in puff.conf and released the copy itself.
+            if !isGesture, login.route != .files || keyringEnabled(login.options) {
                 releaseKeyring(secret, user: login.user, forLog: login.forLog, backend: backend)
             }
             return .success

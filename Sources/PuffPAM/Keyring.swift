@@ -20,16 +20,27 @@ extension ModuleContext {
     }
 
     /// After a passcode success of `login` through `backend`: the copy opened with the
-    /// passcode and set as PAM_AUTHTOK. Only in this process (the files store, root); through
-    /// the helper (tpm mode, su or sudo run by a user, a screen locker) nothing is released.
-    /// Never before the verdict, never on a refusal: `conclude` calls it on `.success` only.
+    /// passcode and set as PAM_AUTHTOK, here (the files store, root) or by the helper (tpm mode,
+    /// su or sudo run by a user, a screen locker), which read `keyring` in puff.conf and sent the
+    /// password after its report. Never before the verdict, never on a refusal: `conclude`
+    /// calls it on `.success` only.
     @inline(never)  // off by default: kept out of the login's own path
     func releaseKeyring(_ passcode: borrowing SecureBytes, user: String, forLog: String, backend: Backend) {
-        guard case .local(let local) = backend, case .enrolled(let enrolled) = local.subject else {
-            log(LOG_NOTICE, "user \(forLog): keyring: nothing released (the login went through the helper: "
-                + "tpm mode, or a caller without root)")
+        let local: LocalBackend
+        switch backend {
+        case .local(let files): local = files
+        case .helper(let helper), .service(let helper):
+            // The helper logged why when it released nothing.
+            guard let password = helper.takeReleasedPassword() else { return }
+            do {
+                try setAuthToken(password)
+                log(LOG_INFO, "user \(forLog): keyring: the system password is handed on")
+            } catch {
+                log(LOG_ERR, "user \(forLog): keyring: \(error); nothing handed on")
+            }
             return
         }
+        guard case .enrolled(let enrolled) = local.subject else { return }
         do {
             switch try local.authenticator.releaseKeyring(passcode, for: enrolled.account) {
             case .password(let password):

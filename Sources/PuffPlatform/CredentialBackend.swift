@@ -112,6 +112,8 @@ public final class HelperBackend: CredentialBackend {
     public let state: CredentialState
     /// The login's one helper run, kept for the attempt.
     private let login: HelperClient.Login
+    /// The system password the helper released after a passcode success (`keyring = yes`).
+    private var released: SecureBytes?
 
     /// Starts the login's one helper run: the state before the prompt now, the helper kept
     /// running for the attempt.
@@ -133,6 +135,9 @@ public final class HelperBackend: CredentialBackend {
     /// no `authsucc` line to take a failure back).
     public func attempt(_ secret: borrowing SecureBytes,
                         counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
-        try login.verify(secret, counted: &counted)
+        try login.verify(secret, counted: &counted, released: &released)
     }
+
+    /// The system password the helper released, taken (wiped when the caller drops it).
+    public func takeReleasedPassword() -> SecureBytes? { released.take() }
 }

@@ -83,9 +83,10 @@ public struct HelperClient: Sendable {
         }
 
         /// The attempt with `secret`; `counted` is the failure it counted, for a service caller
-        /// (the own account's helper keeps it: there is no `authsucc` line to take it back).
-        public func verify(_ secret: borrowing SecureBytes,
-                           counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
+        /// (the own account's helper keeps it: there is no `authsucc` line to take it back);
+        /// `released` the system password a passcode success released (`keyring = yes`).
+        public func verify(_ secret: borrowing SecureBytes, counted: inout Authenticator.CountedFailure?,
+                           released: inout SecureBytes?) throws(StoreError) -> Authenticator.Outcome {
             let line = HelperLoginSecret.lengthLine(secret)
             try HelperClient.withBytes(of: line) { bytes throws(StoreError) in try running.send([bytes]) }
             try secret.withBytes { bytes throws(StoreError) in try running.send([bytes]) }
@@ -93,7 +94,7 @@ public struct HelperClient: Sendable {
             let status = try running.wait()
             var reader = running.answerReader()
             return try HelperLoginAnswer.outcome(status: status, from: &reader, helper: path, countedExpected: isService,
-                                                 counted: &counted)
+                                                 counted: &counted, released: &released)
         }
     }
 

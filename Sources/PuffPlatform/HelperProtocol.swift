@@ -439,7 +439,9 @@ public enum HelperChangeRequest {
 // MARK: - Answers
 
 /// A login's answers (`login`, `service-login`): the state before the prompt as one frame,
-/// then, after the attempt, the report and (service calls only) the failure it counted.
+/// then, after the attempt, the report and either (service calls only) the failure it counted
+/// or, after a passcode success with `keyring = yes`, the system password the passcode
+/// released (docs/admin/protection-at-rest.md, "The login keyring").
 public enum HelperLoginAnswer {
     /// The state, framed.
     public static func stateFrame(_ state: CredentialState) -> [UInt8] {
@@ -459,33 +461,47 @@ public enum HelperLoginAnswer {
         return try HelperReport.state(status: HelperExit.success, output: frame, helper: path)
     }
 
-    /// The attempt's answer: the report, then the failure it counted, if any.
-    public static func attemptAnswer(_ report: HelperReport, counted: Authenticator.CountedFailure?) -> [UInt8] {
-        HelperFrames.encode([report.encoded()]) + (counted?.encoded() ?? [])
+    /// The attempt's answer: the report, then the failure it counted, if any; or, with
+    /// `releasedCount`, the length line of the released password, whose bytes the helper then
+    /// writes straight from wiped memory.
+    public static func attemptAnswer(_ report: HelperReport, counted: Authenticator.CountedFailure?,
+                                     releasedCount: Int? = nil) -> [UInt8] {
+        HelperFrames.encode([report.encoded()]) + (counted?.encoded() ?? []) + (releasedCount.map(HelperFrames.lengthLine) ?? [])
     }
 
     /// The outcome of an attempt's answer, read from `reader`, from a helper that exited with
     /// `status`; `counted` is the failure it counted (refused unless `countedExpected`: a
-    /// service call).
+    /// service call), `released` the system password a passcode success released, in wiped
+    /// memory (only ever after a success).
     public static func outcome<S>(status: Int32, from reader: inout HelperFrameReader<S>, helper path: String, countedExpected: Bool,
-                                  counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
+                                  counted: inout Authenticator.CountedFailure?,
+                                  released: inout SecureBytes?) throws(StoreError) -> Authenticator.Outcome {
         counted = nil
+        released = nil
         // A failed helper says so by its status alone.
         guard status == HelperExit.success || status == HelperExit.refused else { throw HelperReport.failed(status, path) }
         let report: [UInt8]
-        var failure: Authenticator.CountedFailure?
         do throws(HelperProtocolError) {
             report = try reader.field("report", limit: HelperBounds.report)
-            // The own account's helper keeps its counted failure: nothing may follow its report.
-            if countedExpected { failure = try Authenticator.CountedFailure.read(from: &reader) }
-            try reader.end()
         } catch {
             throw .unsafe(path: path, reason: "the helper's answer is malformed")
         }
         let outcome = try HelperReport.outcome(status: status, output: report, helper: path)
-        if let failure {
-            guard case .failure = outcome else { throw .unsafe(path: path, reason: "the helper counted a failure it did not report") }
-            counted = failure
+        do throws(HelperProtocolError) {
+            switch outcome {
+            case .success:
+                released = try reader.secretOrEnd("released password", limit: HelperBounds.secret)
+            case .failure where countedExpected:
+                counted = try Authenticator.CountedFailure.read(from: &reader)
+            // Nothing else follows a report: the own account's helper keeps its counted failure.
+            case .failure, .locked, .passcodeRequired, .notEnrolled:
+                break
+            }
+            try reader.end()
+        } catch {
+            counted = nil
+            released = nil
+            throw .unsafe(path: path, reason: "the helper's answer is malformed")
         }
         return outcome
     }

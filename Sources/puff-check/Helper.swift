@@ -101,13 +101,56 @@ enum Helper {
             // Still a refusal, with the counter as the take-back left it.
             let after = try store.subject(of: account).state
             let report = HelperReport(.failure(failures: after.failures, lock: after.lock), before: after)
-            return write(HelperLoginAnswer.attemptAnswer(report, counted: nil)) ? HelperExit.refused : HelperExit.failure
+            return writeAnswer(report, counted: nil, released: nil) ? HelperExit.refused : HelperExit.failure
         }
         // The attempt's one log line: the module writes none for it (PuffPAM's `conclude`).
         if let line = outcome.logLine(user: account.name.value, kind: kind) { HelperLog.write(line.priority, line.text) }
         let report = HelperReport(outcome, before: before)
-        guard write(HelperLoginAnswer.attemptAnswer(report, counted: nil)) else { return HelperExit.failure }
+        var released: SecureBytes?
+        if case .success = outcome { released = releasedPassword(secret, store, account, user: account.name.value) }
+        guard writeAnswer(report, counted: nil, released: released) else { return HelperExit.failure }
         return report.exitStatus
+    }
+
+    /// After a passcode success with `keyring = yes`: the keyring's copy of the system password
+    /// opened with the passcode, for the caller to hand on as PAM_AUTHTOK. Never for a gesture.
+    /// `nil` when nothing is kept, or on an error (logged: the login stands, nothing released).
+    static func releasedPassword(_ passcode: borrowing SecureBytes, _ store: Store, _ account: Account,
+                                 user: String) -> SecureBytes? {
+        let options = store.authenticator.options
+        guard options.keyring, !passcode.hasPrefix(GestureWire.prefix) else { return nil }
+        if let refusal = options.keyringRefusal {
+            HelperLog.write(LOG_WARNING, refusal)
+            return nil
+        }
+        do {
+            switch try store.authenticator.releaseKeyring(passcode, for: account) {
+            case .password(let password):
+                // An empty one is no frame (and no password pam_unix accepts).
+                guard password.count > 0 else { return nil }
+                HelperLog.write(LOG_INFO, "user \(user): keyring: the system password is released to the caller")
+                return password
+            case .noCopy:
+                HelperLog.write(LOG_INFO, "user \(user): keyring: no copy of the system password is kept yet; the next password login keeps one")
+            case .stale:
+                HelperLog.write(LOG_INFO, "user \(user): keyring: the copy was sealed to an earlier passcode; dropped")
+            case .keyPairAdded:
+                HelperLog.write(LOG_INFO, "user \(user): keyring: key pair made for this passcode; the next password login keeps a copy")
+            case .changed:
+                HelperLog.write(LOG_NOTICE, "user \(user): keyring: the passcode changed meanwhile; nothing released")
+            }
+        } catch {
+            HelperLog.write(LOG_ERR, "user \(user): keyring: \(error); nothing released")
+        }
+        return nil
+    }
+
+    /// Writes an attempt's answer: the report, then the counted failure or the released
+    /// password, whose bytes go out straight from wiped memory.
+    static func writeAnswer(_ report: HelperReport, counted: Authenticator.CountedFailure?, released: consuming SecureBytes?) -> Bool {
+        guard let password = released else { return write(HelperLoginAnswer.attemptAnswer(report, counted: counted)) }
+        guard write(HelperLoginAnswer.attemptAnswer(report, counted: nil, releasedCount: password.count)) else { return false }
+        return password.withBytes { buffer in (try? FileDescriptor.writeAll(1, buffer)) != nil }
     }
 
     /// Writes the report to standard output.

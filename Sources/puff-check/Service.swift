@@ -144,7 +144,11 @@ enum Service {
             }
         }
         let report = HelperReport(outcome, before: before)
-        guard Helper.write(HelperLoginAnswer.attemptAnswer(report, counted: counted)) else { return HelperExit.failure }
+        var released: SecureBytes?
+        if case .success = outcome, case .enrolled(let enrolled) = subject {
+            released = Helper.releasedPassword(secret, store, enrolled.account, user: user)
+        }
+        guard Helper.writeAnswer(report, counted: counted, released: released) else { return HelperExit.failure }
         return report.exitStatus
     }
 }

@@ -465,10 +465,11 @@ struct TPMTests {
         #expect(try fixture.failures(user.name) == 0)
     }
 
-    /// `keyring = yes` in tpm mode: the copy is kept (sealing needs only the public key), but
-    /// the module, which has no TPM code, cannot derive the key that opens it: a passcode
-    /// login goes through the helper and hands on nothing (docs/admin/protection-at-rest.md).
-    @Test func inTPMModeTheCopyIsKeptButNothingIsReleased() throws {
+    /// `keyring = yes` in tpm mode: the copy is kept (sealing needs only the public key); the
+    /// module, which has no TPM code, hands the passcode login to the helper, which derives the
+    /// key with the unsealed store key, opens the copy and sends the password after its report
+    /// (issue 33; before, nothing was released in tpm mode and the passcode went on).
+    @Test func inTPMModeTheCopyIsKeptAndTheHelperReleasesIt() throws {
         let tpm = try SoftwareTPM()
         let user = try PasswordFallbackTests.userWithPassword("tk")
         let fixture = try Self.fixture(tpm, extra: "keyring = yes\n")
@@ -483,9 +484,15 @@ struct TPMTests {
         #expect(password.lines.last == "RESULT 0 Success", "\(password.output)")
         let copy = try String(contentsOfFile: fixture.etc + "/keyring/" + user.name, encoding: .utf8)
         #expect(copy.hasPrefix("puff-keyring 1\n") && !copy.contains(PasswordFallbackTests.password))
+        try? FileManager.default.removeItem(atPath: seen)
         let passcode = try fixture.authenticate(user.name, replies: [Self.passcode], service: "puff-fallback")
         #expect(passcode.lines.last == "RESULT 0 Success", "\(passcode.output)")
-        #expect((try? String(contentsOfFile: seen, encoding: .utf8)) == Self.passcode)
+        #expect((try? String(contentsOfFile: seen, encoding: .utf8)) == PasswordFallbackTests.password)
+        // A wrong passcode goes on to pam_unix, which refuses it: nothing of the copy.
+        try? FileManager.default.removeItem(atPath: seen)
+        let wrong = try fixture.authenticate(user.name, replies: ["111333"], service: "puff-fallback")
+        #expect(wrong.lines.last == "RESULT 7 Authentication failure", "\(wrong.output)")
+        #expect((try? String(contentsOfFile: seen, encoding: .utf8)) != PasswordFallbackTests.password)
     }
 
     /// The module takes `tpm_*` values as they are and never uses them; the helper checks them

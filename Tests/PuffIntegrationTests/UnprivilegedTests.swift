@@ -381,6 +381,41 @@ struct UnprivilegedTests {
         try stage.runAs(user, [stage.enroll] + arguments + ["--stdin", "--helper", stage.helper], input: input)
     }
 
+    /// Issue 33 through the caller's own helper (a screen locker, no root): with `keyring = yes`
+    /// the copy kept at self-enrollment's password proof is opened by `login` after a passcode
+    /// success and handed on as PAM_AUTHTOK; a wrong passcode and a gesture hand on nothing.
+    /// Before, nothing was released on this path.
+    @Test func aLockerUnlockWithThePasscodeHandsOnTheSystemPassword() throws {
+        let stage = try Stage(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\nkeyring = yes\n")
+        let dave = try userWithPassword(stage)
+        let enrolled = try selfEnroll(stage, dave, ["passcode"], input: "Sys-pass-4821\n604917\n")
+        #expect(enrolled.status == 0, "\(enrolled.output) \(enrolled.errors)")
+        let seen = stage.bin + "/seen-authtok", probe = stage.bin + "/probe.sh"
+        try stage.fixture.write(probe, "#!/bin/sh\ncat > \"$1\"\n", mode: 0o755)
+        try stage.fixture.write(stage.fixture.pamDirectory + "/puff-locker", """
+            auth requisite \(stage.bin)/pam_puff.so nodelay helper=\(stage.helper)
+            auth optional pam_exec.so quiet expose_authtok \(probe) \(seen)
+            account required pam_permit.so
+
+            """, mode: 0o644)
+        func unlock(_ reply: String) throws -> (Run, String) {
+            try stage.fixture.write(seen, "", mode: 0o666)
+            let result = try stage.runAs(dave, [stage.harness, "--confdir", stage.fixture.pamDirectory, "--service", "puff-locker",
+                                                "--user", dave, "--reply", reply])
+            return (result, (try? String(contentsOfFile: seen, encoding: .utf8)) ?? "")
+        }
+        let (right, token) = try unlock("604917")
+        #expect(right.status == PAMCode.success, "\(right.output) \(right.errors)")
+        #expect(token == "Sys-pass-4821")
+        let (wrong, wrongToken) = try unlock("111333")
+        #expect(wrong.status == PAMCode.authError)
+        #expect(wrongToken.isEmpty)
+        try GestureLoginTests().enrolled(stage.fixture, dave)
+        let (gesture, gestureToken) = try unlock(GestureLoginTests.wire(GestureLoginTests.genuine))
+        #expect(gesture.status == PAMCode.success, "\(gesture.output) \(gesture.errors)")
+        #expect(gestureToken.hasPrefix("puff-gesture:"))
+    }
+
     @Test func anOrdinaryUserEnrollsAndChangesTheirOwnCredentials() throws {
         let stage = try Stage()
         let dave = try userWithPassword(stage)

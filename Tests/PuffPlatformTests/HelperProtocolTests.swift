@@ -6,8 +6,9 @@ import Testing
 func answerOutcome(status: Int32, output: [UInt8], helper: String, countedExpected: Bool,
                    counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
     var reader = HelperFrameReader(HelperBytesSource(output))
+    var released: SecureBytes?
     return try HelperLoginAnswer.outcome(status: status, from: &reader, helper: helper, countedExpected: countedExpected,
-                                         counted: &counted)
+                                         counted: &counted, released: &released)
 }
 
 /// The helper codec (PuffPlatform/HelperProtocol.swift): every message back through its own
@@ -165,6 +166,43 @@ struct HelperProtocolTests {
         #expect(throws: StoreError.self) {
             try answerOutcome(status: HelperExit.success, output: HelperLoginAnswer.attemptAnswer(success, counted: Self.failure),
                                           helper: path, countedExpected: true, counted: &counted)
+        }
+    }
+
+    /// Issue 33: a passcode success through the helper carries the system password the
+    /// passcode released; nothing else ever does.
+    @Test func onlyASuccessCarriesTheReleasedPassword() throws {
+        let state = CredentialState(notEnrolledReason: nil, lock: .open, acceptance: .passcodeOrGesture(.digits6), failures: 0)
+        let password = Array("Sys-Pass-4217".utf8)
+        let success = HelperReport(.success(rehashed: false), before: state)
+        let answer = HelperLoginAnswer.attemptAnswer(success, counted: nil, releasedCount: password.count) + password
+        for countedExpected in [false, true] {
+            var reader = Self.reader(answer)
+            var counted: Authenticator.CountedFailure?
+            var released: SecureBytes?
+            let outcome = try HelperLoginAnswer.outcome(status: HelperExit.success, from: &reader, helper: "h",
+                                                        countedExpected: countedExpected, counted: &counted, released: &released)
+            #expect(outcome == .success(rehashed: false) && counted == nil)
+            guard let released else {
+                Issue.record("no password released")
+                continue
+            }
+            #expect(Self.bytes(released) == password)
+        }
+        var counted: Authenticator.CountedFailure?
+        // After a refusal, cut short, empty, or with bytes after it: the whole answer is refused.
+        let failure = HelperReport(.failure(failures: 1, lock: .open), before: state)
+        let afterFailure = HelperLoginAnswer.attemptAnswer(failure, counted: nil, releasedCount: password.count) + password
+        for countedExpected in [false, true] {
+            #expect(throws: StoreError.self) {
+                try answerOutcome(status: HelperExit.refused, output: afterFailure, helper: "h", countedExpected: countedExpected,
+                                  counted: &counted)
+            }
+        }
+        for bad in [Array(answer.dropLast()), HelperLoginAnswer.attemptAnswer(success, counted: nil, releasedCount: 0), answer + [0x31]] {
+            #expect(throws: StoreError.self) {
+                try answerOutcome(status: HelperExit.success, output: bad, helper: "h", countedExpected: false, counted: &counted)
+            }
         }
     }
 

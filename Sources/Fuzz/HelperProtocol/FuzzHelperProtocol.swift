@@ -20,8 +20,9 @@ func bytes(_ secret: borrowing SecureBytes) -> [UInt8] { secret.withBytes { Arra
 func answerOutcome(status: Int32, output: [UInt8], helper: String, countedExpected: Bool,
                    counted: inout Authenticator.CountedFailure?) throws(StoreError) -> Authenticator.Outcome {
     var reader = HelperFrameReader(HelperBytesSource(output))
+    var released: SecureBytes?
     return try HelperLoginAnswer.outcome(status: status, from: &reader, helper: helper, countedExpected: countedExpected,
-                                         counted: &counted)
+                                         counted: &counted, released: &released)
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -75,13 +76,17 @@ public func fuzzHelperProtocol(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CI
         // An attempt's answer, with and without a counted failure expected.
         for status in [HelperExit.success, HelperExit.refused] {
             for expected in [false, true] {
+                var reader = reader(message)
                 var counted: Authenticator.CountedFailure?
-                guard let outcome = try? answerOutcome(status: status, output: Array(message), helper: "fuzz",
-                                                                   countedExpected: expected, counted: &counted) else { continue }
+                var released: SecureBytes?
+                guard let outcome = try? HelperLoginAnswer.outcome(status: status, from: &reader, helper: "fuzz", countedExpected: expected,
+                                                                   counted: &counted, released: &released) else { continue }
+                var isSuccess = false, isFailure = false
+                if case .success = outcome { isSuccess = true }
+                if case .failure = outcome { isFailure = true }
                 Fuzz.require(expected || counted == nil, "a counted failure was accepted from the own account's helper")
-                if counted != nil, case .failure = outcome {} else if counted != nil {
-                    Fuzz.require(false, "a counted failure beside an outcome that is no failure")
-                }
+                Fuzz.require(counted == nil || isFailure, "a counted failure beside an outcome that is no failure")
+                Fuzz.require(released == nil || isSuccess, "a released password beside an outcome that is no success")
             }
         }
     }
