@@ -144,6 +144,8 @@ let package = Package(
                           path: "Sources/Fuzz/Argon2"),
         .executableTarget(name: "fuzz-tally", dependencies: ["FuzzSupport", "PuffCore"],
                           path: "Sources/Fuzz/Tally"),
+        .executableTarget(name: "fuzz-helper-protocol", dependencies: ["FuzzSupport", "PuffCore", "PuffPlatform"],
+                          path: "Sources/Fuzz/HelperProtocol"),
         .executableTarget(name: "fuzz-authenticate", dependencies: ["FuzzSupport", "PuffCore", "PuffPlatform"],
                           path: "Sources/Fuzz/Authenticate"),
         .testTarget(name: "PuffCoreTests", dependencies: ["PuffCore", "PuffSimulation"]),

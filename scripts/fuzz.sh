@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"gesture-wire template record options argon2 tally authenticate"}
+TARGETS=${FUZZ_TARGETS:-"gesture-wire template record options argon2 tally authenticate helper-protocol"}
 SWIFT=${SWIFT:-swift}
 FLAGS=(--sanitize fuzzer --sanitize address -Xswiftc -sanitize=fuzzer,address -Xswiftc -DPUFF_FUZZ
        --scratch-path .build-fuzz)

@@ -60,7 +60,7 @@ expect_failures() {
 # sign bit of a word whose other bits the case leaves unwritten) and tests it with one
 # compare-and-branch on the whole word; memcheck's default, cheaper approximation then calls
 # the branch undefined (a false "conditional jump depends on uninitialised value" in the
-# outlined copy/destroy of Authenticator.Counted for a locked attempt). The exact check
+# outlined copy/destroy of the engine's counted attempt for a locked attempt). The exact check
 # follows the bits and still reports a branch on a bit that really is uninitialised.
 VALGRIND=(valgrind --tool=memcheck --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite
           --expensive-definedness-checks=yes --track-origins=yes --num-callers=40 --error-exitcode=99)

@@ -1,10 +1,13 @@
 /// What a caller asks `puff-check` to do (its one argument), shared by the helper and its
-/// one client (PuffPlatform's `HelperClient`).
+/// one client (PuffPlatform's `HelperClient`). Each one's messages are in
+/// PuffPlatform/HelperProtocol.swift.
 public enum HelperOperation: String, CaseIterable, Equatable, Sendable {
-    /// The state before the prompt; nothing on standard input.
+    /// The state of the caller's own account, for a tool (`puff-enroll status`); nothing on
+    /// standard input.
     case query
-    /// One attempt; the secret is standard input.
-    case verify
+    /// One login of the caller's own account in one helper run: the state as one frame, then
+    /// the secret (one attempt) or the end of input (no attempt, nothing counted).
+    case login
     /// A new passcode after a proof; framed request.
     case enrollPasscode = "enroll-passcode"
     /// A new gesture and its picture after a proof; framed request.
@@ -16,20 +19,11 @@ public enum HelperOperation: String, CaseIterable, Equatable, Sendable {
     /// changed. Framed request: `check` or `prove`; the passcode type, or `-`; with `prove`
     /// the proof.
     case precheck
-    /// For a caller whose real uid is root only (the module in fleet mode): the state of a
-    /// named user under the module's arguments. Framed request: the user, the number of
-    /// arguments, the arguments.
-    case serviceQuery = "service-query"
-    /// Root only: one attempt for a named user; the framed request of `serviceQuery`, then the
-    /// secret. The answer is framed: the report, then a failure it counted (before, after, where).
-    case serviceVerify = "service-verify"
-    /// Root only: one login in one helper run, so it opens at most one directory connection and
-    /// waits at most one `ldap_timeout`: the framed request of `serviceQuery` and the origin of
-    /// `serviceVerify`; the helper answers the state as one frame; then the secret (or the end
-    /// of input: no attempt, nothing counted), answered as `serviceVerify` answers.
+    /// For a caller whose real uid is root only (the module in fleet mode, tpm mode, and su or
+    /// sudo run by a user): `login` for a named user under the module's arguments, with the
+    /// transaction's origin; the answer to the attempt also carries the failure it counted.
     case serviceLogin = "service-login"
-    /// Root only: a failure `serviceVerify` counted taken back (the module's `authsucc` line);
-    /// the framed request of `serviceQuery`, then the failure as `serviceVerify` gave it.
+    /// Root only: a failure `serviceLogin` counted taken back (the module's `authsucc` line).
     case serviceTakeBack = "service-take-back"
 
     /// Matched by bytes (ByteText.swift), not by Unicode canonical equivalence.
@@ -38,27 +32,27 @@ public enum HelperOperation: String, CaseIterable, Equatable, Sendable {
     /// Whether the operation serves a root caller for a named user.
     public var isService: Bool {
         switch self {
-        case .serviceQuery, .serviceVerify, .serviceLogin, .serviceTakeBack: true
-        case .query, .verify, .enrollPasscode, .enrollGesture, .remove, .precheck: false
+        case .serviceLogin, .serviceTakeBack: true
+        case .query, .login, .enrollPasscode, .enrollGesture, .remove, .precheck: false
         }
     }
 
     /// Whether the request is framed and changes the store (an enrollment or a removal).
     public var isChange: Bool {
         switch self {
-        case .query, .verify, .serviceQuery, .serviceVerify, .serviceLogin, .serviceTakeBack, .precheck: false
+        case .query, .login, .serviceLogin, .serviceTakeBack, .precheck: false
         case .enrollPasscode, .enrollGesture, .remove: true
         }
     }
 }
 
-/// The helper's exit statuses. 0 and 1 come with a `HelperReport` on standard output.
+/// The helper's exit statuses. 0 and 1 come with an answer on standard output.
 public enum HelperExit {
     /// Verified, stored, or (query) the state reported.
     public static let success: Int32 = 0
     /// Refused: a wrong or unverified secret, locked, passcode required, not enrolled.
     public static let refused: Int32 = 1
-    /// Unknown operation or malformed input; nothing counted.
+    /// Unknown operation or malformed input (a login without an attempt too); nothing counted.
     public static let usage: Int32 = 2
     /// Failed closed (store, configuration, setup); no report.
     public static let failure: Int32 = 3

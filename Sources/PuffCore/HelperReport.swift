@@ -1,7 +1,7 @@
 /// What `puff-check`, the setuid helper, tells its caller: never a secret or a template, only
 /// the state the module needs to prompt and to report. Text in the store's `key value` shape.
-/// It is the encoding of the FilesStore's state and outcome; the mapping both ways is
-/// PuffPlatform's HelperReportMapping.swift.
+/// It is the encoding of a store's state and outcome; the mapping both ways, and
+/// every other message of the helper, are in PuffPlatform's HelperProtocol.swift.
 public struct HelperReport: Equatable, Sendable {
     /// What the helper did.
     public enum Outcome: String, CaseIterable, Equatable, Sendable {

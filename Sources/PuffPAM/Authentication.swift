@@ -136,15 +136,16 @@ extension ModuleContext {
         }
         let outcome: AttemptOutcome
         var counted: CountedFailure?
+        var released: SecureBytes?
         do {
-            outcome = try work.attempt(secret, counted: &counted)
+            outcome = try work.attempt(secret, counted: &counted, released: &released)
         } catch {
             log(LOG_ERR, "user \(login.forLog): \(error); failing closed")
             return .failure(error)
         }
         var pending: PendingFailure?
         if let counted { pending = keepForTakeBack(counted, secret, login, work, session) }
-        return conclude(outcome, login, work, secret, pending: pending)
+        return conclude(outcome, login, work, secret, pending: pending, released: released.take())
     }
 
     /// The store work of one login, where the route put it: the files store in this process
@@ -153,8 +154,8 @@ extension ModuleContext {
     /// mode, tpm mode).
     enum LoginWork {
         case files(FilesLogin)
-        case ownHelper(HelperClient, CredentialState)
-        case service(HelperClient.ServiceLogin)
+        /// The helper's one run for this login; `service`: started with real uid root for a named user.
+        case helper(HelperClient.Login, service: Bool)
 
         /// Reads the state before the prompt on `route`.
         init(_ route: StoreRoute, _ login: Login, sealedKey: Bool, arguments: [String], session: StoreSession) throws(StoreError) {
@@ -163,11 +164,10 @@ extension ModuleContext {
             files.keyIsSealedAway = sealedKey
             switch route {
             case .ownHelper:
-                let client = HelperClient(path: login.options.helperPath)
-                self = .ownHelper(client, try client.query())
+                self = .helper(try HelperClient(path: login.options.helperPath).login(), service: false)
             case .rootService where UserName(login.user) != nil:
-                self = .service(try HelperClient(path: login.options.helperPath, service: .init(
-                    user: login.user, arguments: arguments, origin: login.origin)).login())
+                self = .helper(try HelperClient(path: login.options.helperPath, service: .init(
+                    user: login.user, arguments: arguments, origin: login.origin)).login(), service: true)
             case .files, .rootService:
                 // A name that is no user name is refused as not enrolled, without a helper.
                 self = .files(FilesLogin(files, try files.subject(for: login.user)))
@@ -179,8 +179,7 @@ extension ModuleContext {
         var state: CredentialState {
             switch self {
             case .files(let files): files.subject.state
-            case .ownHelper(_, let state): state
-            case .service(let login): login.state
+            case .helper(let login, _): login.state
             }
         }
 
@@ -194,19 +193,19 @@ extension ModuleContext {
         var route: StoreRoute {
             switch self {
             case .files: .files
-            case .ownHelper: .ownHelper
-            case .service: .rootService
+            case .helper(_, let service): service ? .rootService : .ownHelper
             }
         }
 
         /// The one attempt; `counted` is the failure it counted that `authsucc` may take back
-        /// (none through the caller's own helper: it has no `authsucc` line).
-        func attempt(_ secret: borrowing SecureBytes, counted: inout CountedFailure?) throws(StoreError) -> AttemptOutcome {
+        /// (none through the caller's own helper: it has no `authsucc` line); `released` the
+        /// system password the helper opened after a passcode success (`keyring = yes`).
+        func attempt(_ secret: borrowing SecureBytes, counted: inout CountedFailure?,
+                     released: inout SecureBytes?) throws(StoreError) -> AttemptOutcome {
             counted = nil
             switch self {
             case .files(let files): return try files.store.attempt(secret, for: files.subject, counted: &counted)
-            case .ownHelper(let client, _): return try client.verify(secret)
-            case .service(let login): return try login.verify(secret, counted: &counted)
+            case .helper(let login, _): return try login.verify(secret, counted: &counted, released: &released)
             }
         }
 
@@ -214,9 +213,9 @@ extension ModuleContext {
         func auditUID(_ login: Login) -> UInt32? {
             switch self {
             case .files(let files): files.subject.account?.uid
-            case .ownHelper: getuid()
-            case .service(let service):
-                service.state.isEnrolled ? ((try? Account.lookup(login.user)) ?? nil)?.uid : nil
+            case .helper(_, service: false): getuid()
+            case .helper(let helper, service: true):
+                helper.state.isEnrolled ? ((try? Account.lookup(login.user)) ?? nil)?.uid : nil
             }
         }
     }
@@ -338,7 +337,8 @@ extension ModuleContext {
     /// then never be written, so there they are written at once, as before.
     @inline(__always)
     private func conclude(_ outcome: AttemptOutcome, _ login: Login, _ work: LoginWork,
-                          _ secret: borrowing SecureBytes, pending kept: PendingFailure?) -> ModuleResult {
+                          _ secret: borrowing SecureBytes, pending kept: PendingFailure?,
+                          released: consuming SecureBytes?) -> ModuleResult {
         let pending = getuid() == 0 ? kept : nil
         let isGesture = secret.hasPrefix(GestureWire.prefix)
         let noun = isGesture ? "gesture" : "passcode"
@@ -346,21 +346,24 @@ extension ModuleContext {
         func tell(_ message: String) {
             complain(login.discreet ? Self.discreetRefusal(gesture: isGesture) : message, silent: silent || login.promptsEveryAccount)
         }
+        // A helper wrote the attempt's line itself: one line per attempt.
+        let attemptLine = work.isLocal ? outcome.logLine(user: login.forLog, kind: noun) : nil
         if case .failure(let failures, _, _) = outcome, let pending {
             let prefix = finalLinePrefix()
             pending.finalLines.append((LOG_NOTICE, prefix + authenticationFailureLine(user: login.user.isEmpty ? "(invalid)" : login.user)))
-            if let line = outcome.logLine(user: login.forLog, kind: noun) { pending.finalLines.append((line.priority, prefix + line.text)) }
+            if let line = attemptLine { pending.finalLines.append((line.priority, prefix + line.text)) }
             log(LOG_INFO, "user \(login.forLog): \(noun) not accepted (\(failures) in a row); a failure once the stack ends, "
                 + "unless authsucc finds the password module accepted the same text")
         } else {
             if case .failure = outcome { logAuthenticationFailure(user: login.user.isEmpty ? "(invalid)" : login.user) }
-            if let line = outcome.logLine(user: login.forLog, kind: noun) { log(line.priority, line.text) }
+            if let line = attemptLine { log(line.priority, line.text) }
         }
         switch outcome {
         case .success:
-            // The verdict is in: only now, and only for a passcode, the keyring's copy.
-            if !isGesture, keyringEnabled(login.options) {
-                releaseKeyring(secret, user: login.user, forLog: login.forLog, work: work)
+            // The verdict is in: only now, and only for a passcode, the keyring's copy. Through a
+            // helper, the helper read `keyring` in puff.conf and released the copy itself.
+            if !isGesture, !work.isLocal || keyringEnabled(login.options) {
+                releaseKeyring(secret, user: login.user, forLog: login.forLog, work: work, released: released.take())
             }
             return .success
         case .notEnrolled:

@@ -19,17 +19,25 @@ extension ModuleContext {
         return true
     }
 
-    /// After a passcode success: the copy opened with the passcode and set as PAM_AUTHTOK.
-    /// Only in this process (the files store, root); through the helper (tpm mode, su or sudo
-    /// run by a user, a screen locker) nothing is released. Never before the verdict, never on
-    /// a refusal: `conclude` calls it on `.success` only.
+    /// After a passcode success: the copy opened with the passcode and set as PAM_AUTHTOK,
+    /// here (the files store, root), or the one the helper opened and sent after its report
+    /// (`released`: tpm mode, su or sudo run by a user, a screen locker). Never before the
+    /// verdict, never on a refusal: `conclude` calls it on `.success` only.
     @inline(never)  // off by default: kept out of the login's own path
-    func releaseKeyring(_ passcode: borrowing SecureBytes, user: String, forLog: String, work: LoginWork) {
-        guard case .files(let files) = work, let account = files.subject.account else {
-            log(LOG_NOTICE, "user \(forLog): keyring: nothing released (the login went through the helper: "
-                + "tpm mode, or a caller without root)")
+    func releaseKeyring(_ passcode: borrowing SecureBytes, user: String, forLog: String, work: LoginWork,
+                        released: consuming SecureBytes?) {
+        guard case .files(let files) = work else {
+            // The helper logged why when it released nothing.
+            guard let password = released.take() else { return }
+            do {
+                try setAuthToken(password)
+                log(LOG_INFO, "user \(forLog): keyring: the system password is handed on")
+            } catch {
+                log(LOG_ERR, "user \(forLog): keyring: \(error); nothing handed on")
+            }
             return
         }
+        guard let account = files.subject.account else { return }
         do {
             switch try files.store.releaseKeyring(passcode, for: account) {
             case .password(let password):

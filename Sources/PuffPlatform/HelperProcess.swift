@@ -19,8 +19,8 @@ public struct HelperProcess: Sendable {
     /// Runs the helper at `path`.
     public init(path: String) { self.path = path }
 
-    /// Longest standard output read back: a report, or a service call's framed answer (a
-    /// report and a counted failure's two counters).
+    /// Longest standard output read back: a report, or a login's answer (a report and a
+    /// counted failure's two counters).
     public static let maximumOutput = 4 * HelperReport.maximumSize
 
     /// Runs `puff-check operation`, sends the buffers of `input` one after the other on its
@@ -44,7 +44,7 @@ public struct HelperProcess: Sendable {
     }
 
     /// Starts `puff-check operation` with a socket on each of its stdin and stdout, for a
-    /// conversation of several rounds (a service login: the state, then, after the prompt, the
+    /// conversation of several rounds (a login: the state, then, after the prompt, the
     /// attempt). A service call runs only a helper that is root's own, with real uid root when
     /// only this process's effective uid is.
     public func start(_ operation: HelperOperation) throws(StoreError) -> Running {
@@ -107,23 +107,10 @@ public struct HelperProcess: Sendable {
             }
         }
 
-        /// One frame of the helper's answer (`FrameText`: a length line, then at most `limit` bytes).
-        public func readFrame(limit: Int) throws(StoreError) -> [UInt8] {
-            func malformed() -> StoreError { .unsafe(path: path, reason: "the helper's answer is malformed") }
-            var length = 0
-            for index in 0..<11 {
-                var byte: UInt8 = 0
-                let got = withUnsafeMutableBytes(of: &byte) { buffer in try? FileDescriptor.read(output, into: buffer) }
-                guard got == 1 else { throw malformed() }
-                if byte == UInt8(ascii: "\n"), index > 0 { break }
-                guard byte >= 0x30, byte <= 0x39, index < 10 else { throw malformed() }
-                length = length * 10 + Int(byte - 0x30)
-                guard length <= limit else { throw malformed() }
-            }
-            var frame = [UInt8](repeating: 0, count: length)
-            let got = frame.withUnsafeMutableBytes { buffer in try? FileDescriptor.read(output, into: buffer) }
-            guard got == length else { throw malformed() }
-            return frame
+        /// A reader of the helper's answer as it comes (HelperProtocol.swift): a login's state
+        /// frame, before the prompt.
+        func answerReader() -> HelperFrameReader<HelperDescriptorSource> {
+            HelperFrameReader(HelperDescriptorSource(output))
         }
 
         /// Closes the helper's stdin, reads the rest of its stdout and waits for it: its exit
@@ -132,6 +119,14 @@ public struct HelperProcess: Sendable {
         public func finish() throws(StoreError) -> (status: Int32, output: [UInt8]?) {
             shutdown(input, Int32(SHUT_WR))
             let rest = readOutput()
+            return (try wait(), rest)
+        }
+
+        /// Closes the helper's stdin and waits for it, leaving its output to `answerReader`:
+        /// its exit status. A helper killed by a signal, or one this process cannot wait for,
+        /// throws.
+        func wait() throws(StoreError) -> Int32 {
+            shutdown(input, Int32(SHUT_WR))
             reaped = true
             let status: Int32
             do throws(Errno) {
@@ -141,7 +136,7 @@ public struct HelperProcess: Sendable {
             }
             // WIFEXITED / WEXITSTATUS, spelled out (they are C macros).
             guard status & 0x7f == 0 else { throw .unsafe(path: path, reason: "the helper was killed by signal \(status & 0x7f)") }
-            return ((status >> 8) & 0xff, rest)
+            return (status >> 8) & 0xff
         }
 
         /// The child's stdout up to EOF; `nil` when it is longer than a report can be.

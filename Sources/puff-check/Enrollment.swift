@@ -12,18 +12,18 @@ import PuffPlatform
 ///   enroll-passcode:  proof, type (digits4|digits6|numeric|alphanumeric), new passcode
 ///   enroll-gesture:   proof, define gesture, confirm gesture, picture (PNG or JPEG bytes)
 enum Enrollment {
-    static func run<S: StoreBackend>(_ operation: HelperOperation, _ store: S, _ subject: Subject,
-                    _ account: Account) throws(StoreError) -> Int32 {
-        let request: Request
-        do {
-            request = try Request.read(operation)
+    static func run<S: StoreBackend>(_ operation: HelperOperation, _ store: S, _ subject: Subject, _ account: Account,
+                    _ input: inout HelperFrameReader<HelperDescriptorSource>) throws(StoreError) -> Int32 {
+        let request: HelperChangeRequest.Enrollment
+        do throws(HelperProtocolError) {
+            request = try HelperChangeRequest.readEnrollment(gesture: operation == .enrollGesture, from: &input)
         } catch {
-            HelperLog.write(LOG_NOTICE, "user \(account.name): malformed enrollment request; nothing read")
+            HelperLog.write(LOG_NOTICE, "user \(account.name): malformed enrollment request (\(error)); nothing counted")
             return HelperExit.usage
         }
         // The new credential is checked first, so a good proof is never spent on a bad request.
         let change: Change
-        switch request.prepare(store.options, isRoot: account.uid == 0) {
+        switch prepare(request, store.options, isRoot: account.uid == 0) {
         case .failure(let reason):
             HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment refused: \(reason)")
             return HelperExit.rules
@@ -63,28 +63,17 @@ enum Enrollment {
     /// that a type the policy refuses or a wrong proof is said at once (issue 32, item 7). The
     /// type is checked first and counts nothing; the proof is a counted attempt, as a change's
     /// (which checks it again: the helper keeps nothing between runs). Nothing is changed.
-    static func precheck<S: StoreBackend>(_ store: S, _ subject: Subject, _ account: Account) throws(StoreError) -> Int32 {
-        let typeText: [UInt8]
-        var proof: SecureBytes?
-        do throws(FrameReader.Malformed) {
-            let mode = try FrameReader.bytes(limit: 8)
-            typeText = try FrameReader.bytes(limit: 32)
-            if mode.elementsEqual("prove".utf8) {
-                proof = try FrameReader.secret(limit: Helper.maximumSecretLength)
-            } else if !mode.elementsEqual("check".utf8) {
-                throw FrameReader.Malformed()
-            }
-            try FrameReader.end()
+    static func precheck<S: StoreBackend>(_ store: S, _ subject: Subject, _ account: Account,
+                         _ input: inout HelperFrameReader<HelperDescriptorSource>) throws(StoreError) -> Int32 {
+        let request: HelperChangeRequest.Precheck
+        do throws(HelperProtocolError) {
+            request = try HelperChangeRequest.readPrecheck(from: &input)
         } catch {
-            HelperLog.write(LOG_NOTICE, "user \(account.name): malformed precheck request; nothing read")
+            HelperLog.write(LOG_NOTICE, "user \(account.name): malformed precheck request (\(error)); nothing counted")
             return HelperExit.usage
         }
-        if !typeText.elementsEqual("-".utf8) {
-            guard let type = PasscodeType(rawValue: String(decoding: typeText, as: UTF8.self)) else {
-                HelperLog.write(LOG_NOTICE, "user \(account.name): malformed precheck request; nothing read")
-                return HelperExit.usage
-            }
-            // The rules `Request.prepare` applies that depend on the type alone.
+        if let type = request.type {
+            // The rules `prepare` applies that depend on the type alone.
             let floor = store.options.minimumPasscode ?? .digits6
             guard type.meets(floor) else {
                 HelperLog.write(LOG_NOTICE, "user \(account.name): passcode type \(type.rawValue) refused before any proof "
@@ -92,7 +81,7 @@ enum Enrollment {
                 return HelperExit.rules
             }
         }
-        guard let proof else { return Helper.write(HelperReport(subject.state)) ? HelperExit.success : HelperExit.failure }
+        guard let proof = request.takeProof() else { return Helper.write(HelperReport(subject.state)) ? HelperExit.success : HelperExit.failure }
         let proved = try prove(proof, store, subject, account)
         guard proved.outcome == .success else {
             HelperLog.write(LOG_NOTICE, "user \(account.name): precheck, proof \(proved.outcome.rawValue)")
@@ -126,10 +115,13 @@ enum Enrollment {
 
     /// `remove`: the caller's own enrollment (record, picture, counter) after the same proof
     /// as a change. The request is one frame, the proof.
-    static func remove<S: StoreBackend>(_ store: S, _ subject: Subject,
-                       _ account: Account) throws(StoreError) -> Int32 {
-        guard let proof = Self.readRemoval() else {
-            HelperLog.write(LOG_NOTICE, "user \(account.name): malformed removal request; nothing read")
+    static func remove<S: StoreBackend>(_ store: S, _ subject: Subject, _ account: Account,
+                       _ input: inout HelperFrameReader<HelperDescriptorSource>) throws(StoreError) -> Int32 {
+        let proof: SecureBytes
+        do throws(HelperProtocolError) {
+            proof = try HelperChangeRequest.readRemoval(from: &input)
+        } catch {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): malformed removal request (\(error)); nothing counted")
             return HelperExit.usage
         }
         guard case .enrolled = subject else {
@@ -144,17 +136,6 @@ enum Enrollment {
         _ = try store.removeEnrollment(of: account.name)
         HelperLog.write(LOG_NOTICE, "user \(account.name): enrollment removed by the user")
         return Helper.write(proved) ? HelperExit.success : HelperExit.failure
-    }
-
-    /// The one frame of a removal request, or `nil` when it is malformed.
-    private static func readRemoval() -> SecureBytes? {
-        do {
-            let proof = try FrameReader.secret(limit: Helper.maximumSecretLength)
-            try FrameReader.end()
-            return proof
-        } catch {
-            return nil
-        }
     }
 
     /// The verified proof, as a report (`success`, `failure`, `locked`, `passcode-required`).
@@ -199,75 +180,45 @@ enum Enrollment {
         case gesture(GestureTemplate, [UInt8])
     }
 
-    /// The fields of a request.
-    struct Request: ~Copyable {
-        let proof: SecureBytes
-        /// The new passcode, or the define gesture.
-        let secret: SecureBytes
-        /// The confirm gesture (one zero byte for a passcode request).
-        let confirm: SecureBytes
-        let type: PasscodeType?
-        let picture: [UInt8]
-
-        static func read(_ operation: HelperOperation) throws(FrameReader.Malformed) -> Request {
-            let limit = Helper.maximumSecretLength
-            let proof = try FrameReader.secret(limit: limit)
-            if operation == .enrollPasscode {
-                let typeText = try FrameReader.bytes(limit: 32)
-                let passcode = try FrameReader.secret(limit: PasscodeRules.alphanumericLength.upperBound)
-                try FrameReader.end()
-                guard let type = PasscodeType(rawValue: String(decoding: typeText, as: UTF8.self)) else {
-                    throw FrameReader.Malformed()
-                }
-                guard let none = try? SecureBytes(count: 1) else { throw FrameReader.Malformed() }
-                return Request(proof: proof, secret: passcode, confirm: none, type: type, picture: [])
+    /// The change to store, or why the new credential breaks the rules.
+    static func prepare(_ request: borrowing HelperChangeRequest.Enrollment, _ options: PuffOptions,
+                        isRoot: Bool) -> Result<Change, RuleError> {
+        if let type = request.type {
+            if let violation = request.secret.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: false, minimum: options.minimumPasscode, isRoot: isRoot, selfService: true) }) {
+                return .failure(RuleError(violation.message))
             }
-            let define = try FrameReader.secret(limit: limit)
-            let confirm = try FrameReader.secret(limit: limit)
-            let picture = try FrameReader.bytes(limit: RecordStore.maximumPictureSize)
-            try FrameReader.end()
-            return Request(proof: proof, secret: define, confirm: confirm, type: nil, picture: picture)
+            return .success(.passcode(type))
         }
-
-        /// The change to store, or why the new credential breaks the rules.
-        func prepare(_ options: PuffOptions, isRoot: Bool) -> Result<Change, RuleError> {
-            if let type {
-                if let violation = secret.withBytes({ PasscodeRules.violation(of: $0, as: type, allowWeak: false, minimum: options.minimumPasscode, isRoot: isRoot, selfService: true) }) {
-                    return .failure(RuleError(violation.message))
-                }
-                return .success(.passcode(type))
-            }
-            // The picture is not decoded here (no image parser runs as root on user bytes):
-            // only its kind is checked; its size is the one the gestures declare.
-            let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]
-            guard picture.starts(with: png) || picture.starts(with: [0xff, 0xd8, 0xff]) else {
-                return .failure(RuleError("the picture is neither PNG nor JPEG"))
-            }
-            // One typed catch per step (Embedded Swift has no untyped `any Error`).
-            let settings: GestureRecognizerSettings
-            let first: Gesture, second: Gesture
-            let template: GestureTemplate
-            do throws(OptionError) {
-                settings = try options.gestureRecognizerSettings()
-            } catch {
-                return .failure(RuleError("gesture refused: \(error)"))
-            }
-            do throws(GestureFormatError) {
-                first = try secret.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
-                second = try confirm.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
-            } catch {
-                return .failure(RuleError("gesture refused: \(error)"))
-            }
-            guard first.width == second.width, first.height == second.height else {
-                return .failure(RuleError("the two gestures are for different picture sizes"))
-            }
-            do throws(GestureEnrollmentError) {
-                template = try GestureEnroller.build(drawings: [first, second], settings: settings)
-            } catch {
-                return .failure(RuleError("gesture refused: \(error)"))
-            }
-            return .success(.gesture(template, picture))
+        // The picture is not decoded here (no image parser runs as root on user bytes):
+        // only its kind is checked; its size is the one the gestures declare.
+        let png: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]
+        guard request.picture.starts(with: png) || request.picture.starts(with: [0xff, 0xd8, 0xff]) else {
+            return .failure(RuleError("the picture is neither PNG nor JPEG"))
         }
+        // One typed catch per step (Embedded Swift has no untyped `any Error`).
+        let settings: GestureRecognizerSettings
+        let first: Gesture, second: Gesture
+        let template: GestureTemplate
+        do throws(OptionError) {
+            settings = try options.gestureRecognizerSettings()
+        } catch {
+            return .failure(RuleError("gesture refused: \(error)"))
+        }
+        do throws(GestureFormatError) {
+            first = try request.secret.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
+            second = try request.confirm.withBytes { bytes throws(GestureFormatError) in try GestureWire.parse(bytes) }
+        } catch {
+            return .failure(RuleError("gesture refused: \(error)"))
+        }
+        guard first.width == second.width, first.height == second.height else {
+            return .failure(RuleError("the two gestures are for different picture sizes"))
+        }
+        do throws(GestureEnrollmentError) {
+            template = try GestureEnroller.build(drawings: [first, second], settings: settings)
+        } catch {
+            return .failure(RuleError("gesture refused: \(error)"))
+        }
+        return .success(.gesture(template, request.picture))
     }
 
     struct RuleError: Error, CustomStringConvertible {

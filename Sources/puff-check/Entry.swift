@@ -48,8 +48,8 @@ var usage: String { """
     by hand. It serves the calling user's own account only, reads its request from standard
     input and answers with an exit status and a report (puff-check(8)).
 
-    Usage: puff-check OPERATION    (query, verify, enroll-passcode, enroll-gesture, remove;
-                                    service-* for root callers only)
+    Usage: puff-check OPERATION    (query, login, enroll-passcode, enroll-gesture, remove,
+                                    precheck; service-* for root callers only)
            puff-check --version | --help
     """ }
 

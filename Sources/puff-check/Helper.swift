@@ -14,9 +14,6 @@ enum HelperLog {
 
 /// One run of the helper for the caller's real uid.
 enum Helper {
-    /// Longest secret read from standard input (the module's reply limit).
-    static let maximumSecretLength = ModuleLimits.replyLength
-
     static func run(_ operation: HelperOperation) -> Int32 {
         if operation.isService { return Service.run(operation) }
         let uid = getuid()
@@ -46,18 +43,19 @@ enum Helper {
     /// `operation` for the caller's own `account`, in `store`.
     private static func serve<S: StoreBackend>(_ operation: HelperOperation, _ store: S, _ account: Account) throws(StoreError) -> Int32 {
             let subject = try store.subject(of: account)
+            var request = HelperFrameReader(HelperDescriptorSource(0))
             switch operation {
             case .query:
-                return write(HelperReport(subject.state)) ? HelperExit.success : HelperExit.failure
-            case .verify:
-                return try verify(store, subject, account)
+                return write(HelperReport(subject.state).encoded()) ? HelperExit.success : HelperExit.failure
+            case .login:
+                return try login(store, subject, account, &request)
             case .enrollPasscode, .enrollGesture:
-                return try Enrollment.run(operation, store, subject, account)
+                return try Enrollment.run(operation, store, subject, account, &request)
             case .precheck:
-                return try Enrollment.precheck(store, subject, account)
+                return try Enrollment.precheck(store, subject, account, &request)
             case .remove:
-                return try Enrollment.remove(store, subject, account)
-            case .serviceQuery, .serviceVerify, .serviceLogin, .serviceTakeBack:
+                return try Enrollment.remove(store, subject, account, &request)
+            case .serviceLogin, .serviceTakeBack:
                 return HelperExit.usage  // Service.run, above
             }
     }
@@ -83,10 +81,19 @@ enum Helper {
         return true
     }
 
-    private static func verify<S: StoreBackend>(_ store: S, _ subject: Subject,
-                               _ account: Account) throws(StoreError) -> Int32 {
-        guard let secret = try readSecret() else {
-            HelperLog.write(LOG_NOTICE, "user \(account.name): empty or oversized input; not counted")
+    /// `login`: the state now, then the caller's one attempt (a screen locker's unlock), with
+    /// the configuration and the subject this run already read.
+    private static func login<S: StoreBackend>(_ store: S, _ subject: Subject, _ account: Account,
+                              _ request: inout HelperFrameReader<HelperDescriptorSource>) throws(StoreError) -> Int32 {
+        guard write(HelperLoginAnswer.stateFrame(subject.state)) else { return HelperExit.failure }
+        // The module's prompt runs now. No secret (the input ends: not enrolled, locked, an
+        // empty reply): nothing is counted.
+        let secret: SecureBytes
+        do throws(HelperProtocolError) {
+            guard let read = try HelperLoginSecret.read(from: &request) else { return HelperExit.usage }
+            secret = read
+        } catch {
+            HelperLog.write(LOG_NOTICE, "user \(account.name): login: malformed request (\(error)); nothing counted")
             return HelperExit.usage
         }
         let kind = secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode"
@@ -103,12 +110,56 @@ enum Helper {
             // Still a refusal, with the counter as the take-back left it.
             let after = try store.subject(of: account).state
             let report = HelperReport(.failure(failures: after.failures, lock: after.lock), before: after)
-            return write(report) ? HelperExit.refused : HelperExit.failure
+            return writeAnswer(report, counted: nil, released: nil) ? HelperExit.refused : HelperExit.failure
         }
+        // The attempt's one log line: the module writes none for it (PuffPAM's `conclude`).
         if let line = outcome.logLine(user: account.name.value, kind: kind) { HelperLog.write(line.priority, line.text) }
         let report = HelperReport(outcome, before: before)
-        guard write(report) else { return HelperExit.failure }
+        var released: SecureBytes?
+        if case .success = outcome { released = releasedPassword(secret, store, account, user: account.name.value) }
+        guard writeAnswer(report, counted: nil, released: released) else { return HelperExit.failure }
         return report.exitStatus
+    }
+
+    /// After a passcode success with `keyring = yes`: the keyring's copy of the system password
+    /// opened with the passcode, for the caller to hand on as PAM_AUTHTOK. Never for a gesture.
+    /// `nil` when nothing is kept, or on an error (logged: the login stands, nothing released).
+    static func releasedPassword<S: StoreBackend>(_ passcode: borrowing SecureBytes, _ store: S, _ account: Account,
+                                 user: String) -> SecureBytes? {
+        let options = store.options
+        guard options.keyring, !passcode.hasPrefix(GestureWire.prefix) else { return nil }
+        if let refusal = options.keyringRefusal {
+            HelperLog.write(LOG_WARNING, refusal)
+            return nil
+        }
+        do {
+            switch try store.releaseKeyring(passcode, for: account) {
+            case .password(let password):
+                // An empty one is no frame (and no password pam_unix accepts).
+                guard password.count > 0 else { return nil }
+                HelperLog.write(LOG_INFO, "user \(user): keyring: the system password is released to the caller")
+                return password
+            case .noCopy:
+                HelperLog.write(LOG_INFO, "user \(user): keyring: no copy of the system password is kept yet; the next password login keeps one")
+            case .stale:
+                HelperLog.write(LOG_INFO, "user \(user): keyring: the copy was sealed to an earlier passcode; dropped")
+            case .keyPairAdded:
+                HelperLog.write(LOG_INFO, "user \(user): keyring: key pair made for this passcode; the next password login keeps a copy")
+            case .changed:
+                HelperLog.write(LOG_NOTICE, "user \(user): keyring: the passcode changed meanwhile; nothing released")
+            }
+        } catch {
+            HelperLog.write(LOG_ERR, "user \(user): keyring: \(error); nothing released")
+        }
+        return nil
+    }
+
+    /// Writes an attempt's answer: the report, then the counted failure or the released
+    /// password, whose bytes go out straight from wiped memory.
+    static func writeAnswer(_ report: HelperReport, counted: CountedFailure?, released: consuming SecureBytes?) -> Bool {
+        guard let password = released else { return write(HelperLoginAnswer.attemptAnswer(report, counted: counted)) }
+        guard write(HelperLoginAnswer.attemptAnswer(report, counted: nil, releasedCount: password.count)) else { return false }
+        return password.withBytes { buffer in (try? FileDescriptor.writeAll(1, buffer)) != nil }
     }
 
     /// Writes the report to standard output.
@@ -119,18 +170,5 @@ enum Helper {
     /// Writes `bytes` to standard output.
     static func write(_ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { buffer in (try? FileDescriptor.writeAll(1, buffer)) != nil }
-    }
-
-    /// Standard input into wiped memory: non-empty and at most `maximumSecretLength` bytes.
-    private static func readSecret() throws(StoreError) -> SecureBytes? {
-        var buffer = try SecureBytes(count: maximumSecretLength + 1)
-        let length: Int
-        do {
-            length = try buffer.withMutableBytes { bytes throws(Errno) -> Int in try FileDescriptor.read(0, into: bytes) }
-        } catch {
-            throw .system("read", path: "standard input", error)
-        }
-        guard length > 0, length <= maximumSecretLength else { return nil }
-        return try buffer.prefix(length)
     }
 }

@@ -5,25 +5,14 @@ import PuffCore
 import PuffFleet
 import PuffPlatform
 
-/// The `service-*` operations: the store work of the module as root in fleet mode, for a named
-/// user under the module's arguments. The module runs the files store in its own process and
-/// hands fleet mode here, so the directory client (and libldap) is never loaded into sshd, su
-/// or login. Only a caller whose real uid is root is served: it chose the user and the
-/// arguments, which could lower the lockout, as it could edit puff.conf. (The module starts
-/// the helper with real uid root when only its effective uid is: su or sudo run by a user.)
+/// The `service-*` operations: the store work of the module as root in fleet mode and tpm
+/// mode, and under su or sudo run by a user, for a named user under the module's arguments.
+/// The module runs the files store in its own process and hands the rest here, so the
+/// directory client (and libldap) is never loaded into sshd, su or login. Only a caller whose
+/// real uid is root is served: it chose the user and the arguments, which could lower the
+/// lockout, as it could edit puff.conf. (The module starts the helper with real uid root when
+/// only its effective uid is: su or sudo run by a user.)
 enum Service {
-    /// The request's bounds: the module's own and a counter file's.
-    static let maximumUserName = ModuleLimits.userNameLength
-    static let maximumArguments = ModuleLimits.arguments
-    static let maximumArgument = ModuleLimits.argumentLength
-    static let maximumCounter = LockoutStore.fileSize
-
-    /// The request's public part: the user and the module's arguments.
-    struct Request {
-        var user: String
-        var arguments: [String]
-    }
-
     static func run(_ operation: HelperOperation) -> Int32 {
         let uid = getuid()
         guard uid == 0 else {
@@ -35,8 +24,12 @@ enum Service {
         // its user may raise: setsid fails only for a process group leader, which the module
         // never starts; root may, and is no one to guard against.)
         guard leaveUserCgroups(operation) else { return HelperExit.failure }
-        guard let request = try? readRequest() else {
-            HelperLog.write(LOG_NOTICE, "\(operation.rawValue): malformed request; nothing counted")
+        var input = HelperFrameReader(HelperDescriptorSource(0))
+        let request: HelperServiceRequest
+        do throws(HelperProtocolError) {
+            request = try HelperServiceRequest.read(from: &input)
+        } catch {
+            HelperLog.write(LOG_NOTICE, "\(operation.rawValue): malformed request (\(error)); nothing counted")
             return HelperExit.usage
         }
         let user = LogText.escape(request.user)
@@ -49,8 +42,8 @@ enum Service {
             var files = FilesStore(options: options, session: session)
             files.evenRefusals = true
             switch StoreRoute.choose(options, for: .helper) {
-            case .directory: return try serve(operation, request, FleetStore(files), user: user)
-            case .files, .ownHelper, .rootService: return try serve(operation, request, files, user: user)
+            case .directory: return try serve(operation, request, FleetStore(files), &input, user: user)
+            case .files, .ownHelper, .rootService: return try serve(operation, request, files, &input, user: user)
             }
         } catch {
             HelperLog.write(LOG_ERR, "user \(user): \(operation.rawValue): \(error); failing closed")
@@ -58,53 +51,60 @@ enum Service {
         }
     }
 
-    /// `operation` for the request's user, in `store`.
-    private static func serve<S: StoreBackend>(_ operation: HelperOperation, _ request: Request, _ store: S,
+    /// `operation` for the request's user, in `store` (the files store or the directory,
+    /// chosen once by the caller).
+    private static func serve<S: StoreBackend>(_ operation: HelperOperation, _ request: HelperServiceRequest, _ store: S,
+                                               _ input: inout HelperFrameReader<HelperDescriptorSource>,
                                                user: String) throws(StoreError) -> Int32 {
-            func malformed() -> Int32 {
-                HelperLog.write(LOG_NOTICE, "user \(user): \(operation.rawValue): malformed request; nothing counted")
-                return HelperExit.usage
+        func malformed(_ error: HelperProtocolError) -> Int32 {
+            HelperLog.write(LOG_NOTICE, "user \(user): \(operation.rawValue): malformed request (\(error)); nothing counted")
+            return HelperExit.usage
+        }
+        switch operation {
+        case .serviceLogin:
+            // The whole login in this one run: one directory connection (the store's), one
+            // wait at most for a directory out of reach.
+            let origin: [String]
+            do throws(HelperProtocolError) {
+                origin = try HelperOrigin.read(from: &input)
+            } catch {
+                return malformed(error)
             }
-            switch operation {
-            case .serviceQuery:
-                guard (try? FrameReader.end()) != nil else { return malformed() }
-                let subject = try store.subject(for: request.user)
-                return Helper.write(HelperReport(subject.state)) ? HelperExit.success : HelperExit.failure
-            case .serviceVerify:
-                guard let origin = try? readOrigin(), let secret = try? FrameReader.secret(limit: Helper.maximumSecretLength),
-                      (try? FrameReader.end()) != nil else { return malformed() }
-                return try verify(secret, store, try store.subject(for: request.user), origin: origin, user: user)
-            case .serviceLogin:
-                // The whole login in this one run: one directory connection (the store's), one
-                // wait at most for a directory out of reach.
-                guard let origin = try? readOrigin() else { return malformed() }
-                let subject = try store.subject(for: request.user)
-                guard Helper.write(FrameText.encode([HelperReport(subject.state).encoded()])) else { return HelperExit.failure }
-                // The module's prompt runs now. No secret (the input ends: not enrolled with
-                // nullok, locked, an empty reply): nothing is counted.
-                guard let secret = try? FrameReader.secret(limit: Helper.maximumSecretLength),
-                      (try? FrameReader.end()) != nil else { return HelperExit.usage }
-                return try verify(secret, store, subject, origin: origin, user: user)
-            case .serviceTakeBack:
-                guard let fields = try? readFailure(), let failure = CountedFailure(serviceFields: fields) else {
-                    return malformed()
-                }
-                let taken = try store.takeBack(failure)
-                if taken {
-                    HelperLog.write(LOG_INFO, CountedFailure.takenBackLine(user: user))
-                    // No failure to list in `puff-enroll status` (the row `verify` wrote).
-                    let options = store.options
-                    do {
-                        _ = try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds,
-                                               session: store.session).forget(serial: failure.after.serial, for: failure.user)
-                    } catch {
-                        HelperLog.write(LOG_WARNING, "user \(user): failure history not updated: \(error)")
-                    }
-                }
-                return taken ? HelperExit.success : HelperExit.refused
-            case .query, .verify, .enrollPasscode, .enrollGesture, .remove, .precheck:
-                return HelperExit.usage
+            let subject = try store.subject(for: request.user)
+            guard Helper.write(HelperLoginAnswer.stateFrame(subject.state)) else { return HelperExit.failure }
+            // The module's prompt runs now. No secret (the input ends: not enrolled with
+            // nullok, locked, an empty reply): nothing is counted.
+            let secret: SecureBytes
+            do throws(HelperProtocolError) {
+                guard let read = try HelperLoginSecret.read(from: &input) else { return HelperExit.usage }
+                secret = read
+            } catch {
+                return malformed(error)
             }
+            return try verify(secret, store, subject, origin: origin, user: user)
+        case .serviceTakeBack:
+            let failure: CountedFailure
+            do throws(HelperProtocolError) {
+                failure = try HelperTakeBackRequest.readFailure(from: &input)
+            } catch {
+                return malformed(error)
+            }
+            let taken = try store.takeBack(failure)
+            if taken {
+                HelperLog.write(LOG_INFO, CountedFailure.takenBackLine(user: user))
+                // No failure to list in `puff-enroll status` (the row the login wrote).
+                let options = store.options
+                do {
+                    _ = try FailureHistory(stateDirectory: options.stateDirectory, lockWaitSeconds: options.lockWaitSeconds,
+                                           session: store.session).forget(serial: failure.after.serial, for: failure.user)
+                } catch {
+                    HelperLog.write(LOG_WARNING, "user \(user): failure history not updated: \(error)")
+                }
+            }
+            return taken ? HelperExit.success : HelperExit.refused
+        case .query, .login, .enrollPasscode, .enrollGesture, .remove, .precheck:
+            return HelperExit.usage
+        }
     }
 
     /// The helper started for su or sudo run by a user stays in their cgroup, whose freezer
@@ -136,12 +136,13 @@ enum Service {
         let before = subject.state
         var counted: CountedFailure?
         let outcome = try store.attempt(secret, for: subject, counted: &counted)
-        if case .failure = outcome, let line = outcome.logLine(user: user, kind: secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode") {
+        // The attempt's one log line: the module writes none for it (PuffPAM's `conclude`).
+        if let line = outcome.logLine(user: user, kind: secret.hasPrefix(GestureWire.prefix) ? "gesture" : "passcode") {
             HelperLog.write(line.priority, line.text)
         }
         // The failure history (`puff-enroll status --user`), written here and not by the module,
         // whose process the user may be able to stop (su run by them) while it held the lock.
-        if let counted, origin.count == HelperClient.Service.originCount {
+        if let counted, origin.count == HelperOrigin.count {
             let options = store.options
             let entry = FailureHistory.Entry(time: counted.after.lastFailure, service: origin[0], tty: origin[1],
                                              rhost: origin[2], ruser: origin[3], serial: counted.after.serial)
@@ -153,45 +154,11 @@ enum Service {
             }
         }
         let report = HelperReport(outcome, before: before)
-        let answer = FrameText.encode([report.encoded()] + (counted?.serviceFields ?? []))
-        guard Helper.write(answer) else { return HelperExit.failure }
+        var released: SecureBytes?
+        if case .success = outcome, case .enrolled(let enrolled) = subject {
+            released = Helper.releasedPassword(secret, store, enrolled.account, user: user)
+        }
+        guard Helper.writeAnswer(report, counted: counted, released: released) else { return HelperExit.failure }
         return report.exitStatus
-    }
-
-    /// The user and the module's arguments from standard input.
-    private static func readRequest() throws(FrameReader.Malformed) -> Request {
-        guard let user = String(validating: try FrameReader.bytes(limit: maximumUserName), as: UTF8.self),
-              let count = Int(String(decoding: try FrameReader.bytes(limit: String(maximumArguments).utf8.count), as: UTF8.self)),
-              count >= 0, count <= maximumArguments else { throw FrameReader.Malformed() }
-        var arguments: [String] = []
-        for _ in 0..<count {
-            guard let argument = String(validating: try FrameReader.bytes(limit: maximumArgument), as: UTF8.self) else {
-                throw FrameReader.Malformed()
-            }
-            arguments.append(argument)
-        }
-        return Request(user: user, arguments: arguments)
-    }
-
-    /// The transaction's origin (`HelperClient.Service.originFields`): four frames, each `=` and
-    /// an item of at most `originItemLimit` (256) bytes.
-    private static func readOrigin() throws(FrameReader.Malformed) -> [String] {
-        var items: [String] = []
-        for _ in 0..<HelperClient.Service.originCount {
-            let frame = try FrameReader.bytes(limit: HelperClient.Service.originItemLimit + 1)
-            guard frame.first == UInt8(ascii: "="), let item = String(validating: frame.dropFirst(), as: UTF8.self) else {
-                throw FrameReader.Malformed()
-            }
-            items.append(item)
-        }
-        return items
-    }
-
-    /// A counted failure's fields (`CountedFailure.serviceFields`), then the end of the request.
-    private static func readFailure() throws(FrameReader.Malformed) -> [[UInt8]] {
-        let fields = [try FrameReader.bytes(limit: maximumUserName), try FrameReader.bytes(limit: maximumCounter),
-                      try FrameReader.bytes(limit: maximumCounter), try FrameReader.bytes(limit: 16)]
-        try FrameReader.end()
-        return fields
     }
 }

@@ -173,9 +173,9 @@ struct FleetTests {
         let codes = Self.parallel([host1, host2], user: user, (0..<12).map { String(format: "%06d", 500_000 + $0) })
         #expect(codes.allSatisfy { $0 == PAMCode.authError })
         // Only this user's lines: other suites log through the same /dev/log meanwhile.
-        let lines = capture.drain().filter { $0.contains("pam_puff") && $0.contains("user \(user)") }
-        // A guess was verified when the module logged a failure ("authentication failure (N in
-        // a row)"); counted-but-unverified and refused attempts are logged as refused.
+        let lines = capture.drain().filter { $0.contains("puff-check[") && $0.contains("user \(user)") }
+        // A guess was verified when the helper logged a failure ("authentication failure (N in
+        // a row)", the attempt's one line); counted-but-unverified and refused attempts are not.
         let verified = lines.filter { $0.contains("authentication failure (") }.count
         #expect(verified == 5, "\(lines)")
         let counted = try #require(try directory.failures(user))

@@ -158,7 +158,7 @@ struct HardeningRound4Tests {
         var pipe: [Int32] = [0, 0]
         #expect(Glibc.pipe(&pipe) == 0)
         defer { close(pipe[1]) }
-        let helper = try Child(["/usr/bin/python3", wrapper, Artefacts.helper, "service-query"],
+        let helper = try Child(["/usr/bin/python3", wrapper, Artefacts.helper, "service-login"],
                                stdin: .descriptor(pipe[0]), stdout: .null, stderr: .same).start()
         close(pipe[0])
         defer { Glibc.kill(helper, SIGKILL); var raw: Int32 = 0; waitpid(helper, &raw, 0) }

@@ -56,8 +56,8 @@ struct HardeningTests {
         // A soft limit: the helper raises it and counts exactly.
         for limit in ["23:unlimited", "1:unlimited"] {
             let before = try #require(Self.rawFailures(stage.fixture, alice))
-            let attempt = try stage.runAs(alice, ["/usr/bin/prlimit", "--fsize=\(limit)", stage.helper, "verify"],
-                                          input: Self.wrong)
+            let attempt = try stage.runAs(alice, ["/usr/bin/prlimit", "--fsize=\(limit)", stage.helper, "login"],
+                                          input: "\(Self.wrong.utf8.count)\n" + Self.wrong)
             #expect(attempt.status == 1, "\(attempt.output) \(attempt.errors)")
             #expect(attempt.output.contains("outcome failure"), "\(attempt.output)")
             #expect(Self.rawFailures(stage.fixture, alice) == before + 1, "fsize \(limit)")
@@ -67,14 +67,14 @@ struct HardeningTests {
         // verified). Never a lower count, never an unparsable counter.
         for limit in ["23", "1"] {
             let before = try #require(Self.rawFailures(stage.fixture, alice))
-            let attempt = try stage.runAs(alice, ["/usr/bin/prlimit", "--fsize=\(limit)", stage.helper, "verify"],
-                                          input: Self.wrong)
+            let attempt = try stage.runAs(alice, ["/usr/bin/prlimit", "--fsize=\(limit)", stage.helper, "login"],
+                                          input: "\(Self.wrong.utf8.count)\n" + Self.wrong)
             #expect(attempt.status == 1 || attempt.status == 3, "\(attempt.output) \(attempt.errors)")
             let expected = attempt.status == 1 ? before + 1 : before
             #expect(Self.rawFailures(stage.fixture, alice) == expected, "fsize \(limit)")
         }
         // The right passcode under the same limit verifies and clears.
-        let right = try stage.runAs(alice, ["/usr/bin/prlimit", "--fsize=23:unlimited", stage.helper, "verify"], input: Self.right)
+        let right = try stage.runAs(alice, ["/usr/bin/prlimit", "--fsize=23:unlimited", stage.helper, "login"], input: "\(Self.right.utf8.count)\n" + Self.right)
         #expect(right.status == 0, "\(right.output) \(right.errors)")
         #expect(Self.rawFailures(stage.fixture, alice) == 0)
     }

@@ -8,7 +8,8 @@ import Testing
 /// `session optional pam_gnome_keyring.so auto_start`), a real gnome-keyring-daemon started by
 /// that module as the user, on a private D-Bus session bus this test starts and stops; the
 /// login collection's `Locked` property is read over the Secret Service API with busctl.
-/// pam_exec's `expose_authtok` stands after Puff as a second witness of the token handed on.
+/// pam_exec's `expose_authtok` stands after Puff as a second witness of the token handed on
+/// (`seteuid`: as root also under su run by the user, whose real uid is theirs).
 @Suite(.serialized)
 struct KeyringTests {
     static let passcode = "604917"
@@ -78,7 +79,7 @@ struct KeyringTests {
                 auth     requisite                    pam_deny.so
                 auth     required                     pam_permit.so
                 auth     optional                     \(module) authsucc
-                auth     optional                     pam_exec.so quiet expose_authtok \(probe) \(seen)
+                auth     optional                     pam_exec.so quiet seteuid expose_authtok \(probe) \(seen)
                 auth     optional                     \(KeyringTests.gnomeKeyringModule)
                 account  required                     pam_permit.so
                 session  optional                     \(KeyringTests.gnomeKeyringModule) auto_start
@@ -201,6 +202,44 @@ struct KeyringTests {
         #expect(desktop.tokenSeen == Self.passcode)
         #expect(try desktop.loginKeyringLocked() == true)
         desktop.stopKeyringDaemon()
+    }
+
+    /// Through the helper (issue 33's open part): su or sudo run by the user (real uid theirs,
+    /// effective uid root) does the store work in the root-started helper (`service-login`),
+    /// which now opens the copy after a passcode success and sends the password after its
+    /// report; the module hands it on as the files store's path does. Before, nothing was
+    /// released on this path (pam_exec saw the passcode).
+    @Test func aPasscodeLoginThroughTheHelperHandsOnThePassword() throws {
+        try #require(FileManager.default.fileExists(atPath: Self.gnomeKeyringModule), "make test unpacks pam_gnome_keyring.so")
+        let fixture = try Fixture(config: "kdf_ops = 1\nkdf_mem_kib = 8\nkeyring = yes\n")
+        let desktop = try Desktop(fixture)
+        #expect(try fixture.enroll(desktop.name, Self.passcode).status == 0)
+        try desktop.writeStack()
+        // The password login as root keeps the copy.
+        let first = try desktop.login(Self.password)
+        #expect(first.lines.last == "RESULT 0 Success", "\(first.output)")
+        desktop.stopKeyringDaemon()
+        func byTheUser(_ reply: String) throws -> Run {
+            try? FileManager.default.removeItem(atPath: desktop.seen)
+            return try fixture.authenticate(desktop.name, replies: [reply], extra: desktop.pamEnvironment,
+                                            service: "puff-desktop", bySelf: true)
+        }
+        let passcode = try byTheUser(Self.passcode)
+        #expect(passcode.lines.last == "RESULT 0 Success", "\(passcode.output)")
+        #expect(desktop.tokenSeen == Self.password, "\(String(describing: desktop.tokenSeen))")
+        // A wrong passcode and a gesture hand on nothing of the copy.
+        let wrong = try byTheUser("111111")
+        #expect(wrong.lines.last == "RESULT 7 Authentication failure", "\(wrong.output)")
+        #expect(desktop.tokenSeen != Self.password)
+        try GestureLoginTests().enrolled(fixture, desktop.name)
+        let gesture = try byTheUser(GestureLoginTests.wire(GestureLoginTests.genuine))
+        #expect(gesture.lines.last == "RESULT 0 Success", "\(gesture.output)")
+        #expect(desktop.tokenSeen?.hasPrefix("puff-gesture:") == true)
+        // `keyring` off in puff.conf: the helper releases nothing.
+        try fixture.write(fixture.conf, "kdf_ops = 1\nkdf_mem_kib = 8\n", mode: 0o600)
+        let off = try byTheUser(Self.passcode)
+        #expect(off.lines.last == "RESULT 0 Success", "\(off.output)")
+        #expect(desktop.tokenSeen == Self.passcode)
     }
 
     @Test func aPasswordChangedThroughThePasswordStackIsTheOneHandedOnNext() throws {

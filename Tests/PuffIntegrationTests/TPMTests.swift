@@ -465,10 +465,11 @@ struct TPMTests {
         #expect(try fixture.failures(user.name) == 0)
     }
 
-    /// `keyring = yes` in tpm mode: the copy is kept (sealing needs only the public key), but
-    /// the module, which has no TPM code, cannot derive the key that opens it: a passcode
-    /// login goes through the helper and hands on nothing (docs/admin/protection-at-rest.md).
-    @Test func inTPMModeTheCopyIsKeptButNothingIsReleased() throws {
+    /// `keyring = yes` in tpm mode: the copy is kept (sealing needs only the public key); the
+    /// module, which has no TPM code, hands the passcode login to the helper, which derives the
+    /// key with the unsealed store key, opens the copy and sends the password after its report
+    /// (issue 33; before, nothing was released in tpm mode and the passcode went on).
+    @Test func inTPMModeTheCopyIsKeptAndTheHelperReleasesIt() throws {
         let tpm = try SoftwareTPM()
         let user = try PasswordFallbackTests.userWithPassword("tk")
         let fixture = try Self.fixture(tpm, extra: "keyring = yes\n")
@@ -483,9 +484,15 @@ struct TPMTests {
         #expect(password.lines.last == "RESULT 0 Success", "\(password.output)")
         let copy = try String(contentsOfFile: fixture.etc + "/keyring/" + user.name, encoding: .utf8)
         #expect(copy.hasPrefix("puff-keyring 1\n") && !copy.contains(PasswordFallbackTests.password))
+        try? FileManager.default.removeItem(atPath: seen)
         let passcode = try fixture.authenticate(user.name, replies: [Self.passcode], service: "puff-fallback")
         #expect(passcode.lines.last == "RESULT 0 Success", "\(passcode.output)")
-        #expect((try? String(contentsOfFile: seen, encoding: .utf8)) == Self.passcode)
+        #expect((try? String(contentsOfFile: seen, encoding: .utf8)) == PasswordFallbackTests.password)
+        // A wrong passcode goes on to pam_unix, which refuses it: nothing of the copy.
+        try? FileManager.default.removeItem(atPath: seen)
+        let wrong = try fixture.authenticate(user.name, replies: ["111333"], service: "puff-fallback")
+        #expect(wrong.lines.last == "RESULT 7 Authentication failure", "\(wrong.output)")
+        #expect((try? String(contentsOfFile: seen, encoding: .utf8)) != PasswordFallbackTests.password)
     }
 
     /// The module takes `tpm_*` values as they are and never uses them; the helper checks them
@@ -660,7 +667,7 @@ struct TPMTests {
     /// TPM2_StartAuthSession and TPM2_Unseal keeps that session loaded, and swtpm has three
     /// (TPM2_PT_HR_LOADED_MIN; one killed there leaks its session for good, swtpm having no
     /// resource manager to flush it). The attacker's stepper (as the user) single-steps
-    /// `puff-check verify` of their own account right after a boot, with swtpm's log as its
+    /// `puff-check login` of their own account right after a boot, with swtpm's log as its
     /// oracle, and parks three copies in that window; then the victim's right passcode, as
     /// sshd runs it, needs a session of its own. Before: the three stopped copies held every
     /// session and the victim's login failed with PAM_AUTHINFO_UNAVAIL. Now the helper makes
@@ -705,7 +712,7 @@ struct TPMTests {
     }
 
     /// The attacker's stepper (python3, as the user): argv helper, swtpm's log, the report, the
-    /// file that ends it. Three rounds: `puff-check verify` of the user's own account with a
+    /// file that ends it. Three rounds: `puff-check login` of the user's own account with a
     /// wrong passcode, stopped at once, then stepped (SIGCONT, SIGSTOP) until the log shows more
     /// StartAuthSession (0x176) than Unseal (0x15e) commands since it started (parked, kept
     /// stopped), the copy ends, or a signal is refused.
@@ -735,14 +742,14 @@ struct TPMTests {
             _, start = codes(0)
             out.write("round %d from log line %d\n" % (round + 1, start))
             out.flush()
-            p = subprocess.Popen([helper, "verify"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            p = subprocess.Popen([helper, "login"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             steps, outcome = 0, "timed out"
             try:
                 os.kill(p.pid, signal.SIGSTOP)
             except PermissionError:
                 # On a busy machine the helper may be root through and through already.
                 outcome = "its SIGSTOP refused (EPERM) before the first step"
-            p.stdin.write(b"111333")
+            p.stdin.write(b"6\n111333")
             p.stdin.close()
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline and outcome == "timed out":

@@ -119,6 +119,59 @@ struct UnprivilegedTests {
         #expect(try stage.fixture.failures(alice) == 1)
     }
 
+    /// Issue 31, item 3: a screen locker's unlock is one helper run (`login`: the state, then
+    /// the attempt), not two (`query` before the prompt, `verify` after, each loading the
+    /// configuration); a login that ends before the attempt runs it once too and counts nothing.
+    /// A wrapper at `helper=` writes down each run's operation and execs the real setuid helper.
+    @Test func anUnlockIsOneHelperRun() throws {
+        let alice = try TestUsers.ensure("puff-it-alice")
+        let stage = try Stage()
+        #expect(try stage.fixture.enroll(alice, "604917").status == 0)
+        let runs = stage.bin + "/runs"
+        try stage.fixture.write(runs, "", mode: 0o666)
+        let wrapper = stage.bin + "/counting-helper"
+        try stage.fixture.write(wrapper, "#!/bin/sh\necho \"$1\" >> \(runs)\nexec \(stage.helper) \"$@\"\n", mode: 0o755)
+        try stage.fixture.write(stage.fixture.pamDirectory + "/puff-count",
+                                "auth required \(stage.bin)/pam_puff.so nodelay helper=\(wrapper)\naccount required pam_permit.so\n",
+                                mode: 0o644)
+        func unlock(_ replies: [String]) throws -> Run {
+            try stage.runAs(alice, [stage.harness, "--confdir", stage.fixture.pamDirectory, "--service", "puff-count",
+                                    "--user", alice] + replies.flatMap { ["--reply", $0] })
+        }
+        let right = try unlock(["604917"])
+        #expect(right.status == PAMCode.success, "\(right.output) \(right.errors)")
+        #expect(try String(contentsOfFile: runs, encoding: .utf8) == "login\n")
+        let wrong = try unlock(["111333"])
+        #expect(wrong.status == PAMCode.authError, "\(wrong.output) \(wrong.errors)")
+        #expect(wrong.lines.contains("ERROR Puff: wrong passcode."))
+        let empty = try unlock([""])
+        #expect(empty.status == PAMCode.authError, "\(empty.output)")
+        #expect(try String(contentsOfFile: runs, encoding: .utf8) == "login\nlogin\nlogin\n")
+        #expect(try stage.fixture.failures(alice) == 1)
+    }
+
+    /// Issue 31, item 3: one log line per attempt. The helper writes the attempt's line; the
+    /// module writes the pam_unix-shaped line fail2ban reads, once, and repeats nothing.
+    @Test func eachAttemptThroughTheHelperIsLoggedOnce() throws {
+        let capture = try #require(SyslogCapture(), "/dev/log is taken by a running syslog daemon")
+        // The module runs as the user here: its lines reach the capture only when it may connect.
+        chmod(SyslogCapture.path, 0o666)
+        // An account no other test uses: the suites log to the same /dev/log in parallel.
+        let alice = try TestUsers.ensure("puff-it-logonce")
+        let stage = try Stage()
+        #expect(try stage.fixture.enroll(alice, "604917").status == 0)
+        _ = capture.drain()
+        #expect(try stage.authenticate(as: alice, replies: ["111333"]).status == PAMCode.authError)
+        #expect(try stage.authenticate(as: alice, replies: ["604917"]).status == PAMCode.success)
+        let lines = capture.drain().filter { $0.contains(alice) }
+        let attempts = lines.filter { $0.contains("user \(alice): authentication failure (1 in a row)") }
+        #expect(attempts.count == 1 && attempts.allSatisfy { $0.contains("puff-check[") }, "\(lines)")
+        // The module's own lines are there (it may log), its fail2ban line once.
+        #expect(lines.filter { $0.contains("pam_puff(puff-test:auth): authentication failure; logname=") && $0.hasSuffix("user=\(alice)") }
+                .count == 1, "\(lines)")
+        #expect(lines.filter { $0.contains("user \(alice): passcode accepted") }.count == 1, "\(lines)")
+    }
+
     @Test func theLockoutHoldsThroughTheHelper() throws {
         let alice = try TestUsers.ensure("puff-it-alice")
         let stage = try Stage()
@@ -145,7 +198,7 @@ struct UnprivilegedTests {
         #expect(other.status == PAMCode.authError)
         #expect(!other.lines.contains { $0.hasPrefix("PROMPT") })
         // The helper itself only ever checks the caller: bob's passcode is wrong for alice.
-        let direct = try stage.runAs(alice, [stage.helper, "verify"], input: "271828")
+        let direct = try stage.runAs(alice, [stage.helper, "login"], input: "6\n271828")
         #expect(direct.status == 1)
         #expect(direct.output.contains("outcome failure"))
         #expect(!direct.output.contains("271828"))
@@ -156,7 +209,7 @@ struct UnprivilegedTests {
         }
         // No way to clear the counter: the helper has no such operation, puff-enroll refuses.
         #expect(try stage.runAs(alice, [stage.helper, "reset"]).status == 2)
-        #expect(try stage.runAs(alice, [stage.helper, "verify", "--user", bob], input: "271828").status == 2)
+        #expect(try stage.runAs(alice, [stage.helper, "login", "--user", bob], input: "6\n271828").status == 2)
         let reset = try stage.runAs(alice, [stage.enroll, "reset", "--user", alice])
         #expect(reset.status == 77, "\(reset.errors)")
         #expect(try stage.fixture.failures(alice) == 1)
@@ -194,35 +247,53 @@ struct UnprivilegedTests {
         try stage.fixture.enroll(bob, "604917")
         /// Fields as the helper reads them: each its length line, then its bytes.
         func request(_ fields: [String]) -> String { fields.map { "\($0.utf8.count)\n\($0)" }.joined() }
-        for (operation, fields) in [("service-query", [bob, "1", "deny=0"]),
-                                    ("service-verify", [bob, "1", "deny=0", "000000"]),
+        let origin = ["=puff-test", "=pts/9", "=192.0.2.7", "="]
+        for (operation, fields) in [("service-login", [bob, "1", "deny=0"] + origin + ["000000"]),
                                     ("service-take-back", [bob, "1", "deny=0", "x", "y", "local"])] {
             let refused = try stage.runAs(alice, [stage.helper, operation], input: request(fields))
             #expect(refused.status == 2 && refused.output.isEmpty, "\(operation): \(refused.status) \(refused.output)")
         }
         #expect(try stage.fixture.failures(bob) == 0)
-        // Root (the module's case) is served, with the module's arguments.
+        // Root (the module's case) is served, with the module's arguments. A login without an
+        // attempt: the state as one frame, and nothing counted when the input ends.
         let store = ["3", "dir=\(stage.fixture.etc)", "state_dir=\(stage.fixture.state)", "conf=\(stage.fixture.conf)"]
-        let query = try run(stage.helper, ["service-query"], input: request([bob] + store))
-        #expect(query.status == 0 && query.output.hasPrefix("puff-check 1\noutcome state\n"), "\(query.output)")
-        // service-verify carries the transaction's origin for the failure history (four frames,
-        // each "=" and the item), then the secret.
-        let origin = ["=puff-test", "=pts/9", "=192.0.2.7", "="]
-        let verify = try run(stage.helper, ["service-verify"], input: request([bob] + store + origin + ["000000"]))
-        #expect(verify.status == 1, "\(verify.output)")
-        // The answer: the report, then the counted failure (before, after, where), framed.
-        #expect(verify.output.range(of: #"^\d+\npuff-check 1\noutcome failure\n"#, options: .regularExpression) != nil,
-                "\(verify.output)")
-        #expect(verify.output.hasSuffix("5\nlocal"), "\(verify.output)")
-        #expect(!verify.output.contains("000000"))
+        let state = try run(stage.helper, ["service-login"], input: request([bob] + store + origin))
+        #expect(state.status == 2 && state.output.range(of: #"^\d+\npuff-check 1\noutcome state\n[^\n]*\n[^\n]*\nfailures 0\n$"#,
+                                                         options: .regularExpression) != nil, "\(state.output)")
+        // The origin (four frames, each "=" and the item, for the failure history), then the
+        // secret: the answer is the state, then the report and the counted failure (before,
+        // after, where), framed.
+        let login = try run(stage.helper, ["service-login"], input: request([bob] + store + origin + ["000000"]))
+        #expect(login.status == 1, "\(login.output)")
+        #expect(login.output.range(of: #"^\d+\npuff-check 1\noutcome state\n"#, options: .regularExpression) != nil, "\(login.output)")
+        #expect(login.output.range(of: #"\d+\npuff-check 1\noutcome failure\n"#, options: .regularExpression) != nil, "\(login.output)")
+        #expect(login.output.hasSuffix("5\nlocal"), "\(login.output)")
+        #expect(!login.output.contains("000000"))
         #expect(try stage.fixture.failures(bob) == 1)
-        // A malformed request is refused unread and counts nothing.
+        let history = try #require(try stage.fixture.status(bob)["recent_failures"] as? [[String: Any]])
+        #expect(history.count == 1 && history[0]["service"] as? String == "puff-test" && history[0]["rhost"] as? String == "192.0.2.7",
+                "\(history)")
+        // A malformed request is refused unread, in words in the helper's log, and counts nothing.
+        let capture = SyslogCapture()
+        _ = capture?.drain()
         for fields in [[bob, "x"], [bob, "4"] + store, [bob] + store + origin + ["000000", "extra"], [""] + store,
-                       [bob] + store + ["000000"], [bob] + store + ["puff-test"] + origin.dropFirst() + ["000000"]] {
-            let malformed = try run(stage.helper, ["service-verify"], input: request(fields))
+                       [bob] + store + ["000000"], [bob] + store + ["puff-test"] + origin.dropFirst() + ["000000"],
+                       [bob] + store + origin.dropLast() + ["=" + String(repeating: "r", count: 257), "000000"],
+                       [bob] + store + origin + [String(repeating: "7", count: 65_537)]] {
+            let malformed = try run(stage.helper, ["service-login"], input: request(fields))
             #expect(malformed.status == 2, "\(fields): \(malformed.status)")
         }
+        let truncated = try run(stage.helper, ["service-login"], input: request([bob] + store + origin) + "6\n0000")
+        #expect(truncated.status == 2)
         #expect(try stage.fixture.failures(bob) == 1)
+        if let capture {
+            let lines = capture.drain().filter { $0.contains("puff-check[") && $0.contains("malformed request") }
+            for reason in ["the argument count is not valid", "the input ends before the origin item is whole", "bytes follow the last field",
+                           "the user name is empty", "the origin item is not valid", "the origin item is longer than 257 bytes",
+                           "the secret is longer than 65536 bytes", "the input ends before the secret is whole"] {
+                #expect(lines.contains { $0.contains(reason) }, "\(reason): \(lines)")
+            }
+        }
     }
 
     @Test func theHelperTrustsNothingFromItsCaller() throws {
@@ -231,8 +302,8 @@ struct UnprivilegedTests {
         try stage.fixture.enroll(alice, "604917")
         // An environment that would redirect a careless program changes nothing.
         let poisoned = try stage.runAs(alice, ["/usr/bin/env", "HOME=/tmp", "TMPDIR=/tmp", "LD_PRELOAD=/nonexistent.so",
-                                               "PUFF_DIR=/tmp", "SWIFT_BACKTRACE=enable=yes", stage.helper, "verify"],
-                                       input: "604917")
+                                               "PUFF_DIR=/tmp", "SWIFT_BACKTRACE=enable=yes", stage.helper, "login"],
+                                       input: "6\n604917")
         #expect(poisoned.status == 0, "\(poisoned.output) \(poisoned.errors)")
         #expect(poisoned.output.contains("outcome success"))
         // And it opens exactly the same files with a poisoned environment as with a clean one
@@ -247,10 +318,12 @@ struct UnprivilegedTests {
         #expect(clean.contains("puff.conf"), "\(clean)")
         #expect(clean == dirty, "clean: \(clean)\npoisoned: \(dirty)")
         // Oversized input is refused unread and not counted.
-        let huge = try stage.runAs(alice, [stage.helper, "verify"], input: String(repeating: "7", count: 70_000))
+        let huge = try stage.runAs(alice, [stage.helper, "login"], input: "70000\n" + String(repeating: "7", count: 70_000))
         #expect(huge.status == 2)
-        // Empty input too.
-        #expect(try stage.runAs(alice, [stage.helper, "verify"], input: "").status == 2)
+        // Unframed input, an empty frame and no input at all: no attempt either.
+        for input in [String(repeating: "7", count: 6), "0\n", ""] {
+            #expect(try stage.runAs(alice, [stage.helper, "login"], input: input).status == 2)
+        }
         #expect(try stage.fixture.failures(alice) == 0)
         // Closed standard descriptors: the helper reopens them on /dev/null and still answers.
         let closed = try stage.runAs(alice, ["/bin/sh", "-c", "exec \(stage.helper) query 2>&-"])
@@ -306,6 +379,41 @@ struct UnprivilegedTests {
 
     private func selfEnroll(_ stage: Stage, _ user: String, _ arguments: [String], input: String) throws -> Run {
         try stage.runAs(user, [stage.enroll] + arguments + ["--stdin", "--helper", stage.helper], input: input)
+    }
+
+    /// Issue 33 through the caller's own helper (a screen locker, no root): with `keyring = yes`
+    /// the copy kept at self-enrollment's password proof is opened by `login` after a passcode
+    /// success and handed on as PAM_AUTHTOK; a wrong passcode and a gesture hand on nothing.
+    /// Before, nothing was released on this path.
+    @Test func aLockerUnlockWithThePasscodeHandsOnTheSystemPassword() throws {
+        let stage = try Stage(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\nkeyring = yes\n")
+        let dave = try userWithPassword(stage)
+        let enrolled = try selfEnroll(stage, dave, ["passcode"], input: "Sys-pass-4821\n604917\n")
+        #expect(enrolled.status == 0, "\(enrolled.output) \(enrolled.errors)")
+        let seen = stage.bin + "/seen-authtok", probe = stage.bin + "/probe.sh"
+        try stage.fixture.write(probe, "#!/bin/sh\ncat > \"$1\"\n", mode: 0o755)
+        try stage.fixture.write(stage.fixture.pamDirectory + "/puff-locker", """
+            auth requisite \(stage.bin)/pam_puff.so nodelay helper=\(stage.helper)
+            auth optional pam_exec.so quiet expose_authtok \(probe) \(seen)
+            account required pam_permit.so
+
+            """, mode: 0o644)
+        func unlock(_ reply: String) throws -> (Run, String) {
+            try stage.fixture.write(seen, "", mode: 0o666)
+            let result = try stage.runAs(dave, [stage.harness, "--confdir", stage.fixture.pamDirectory, "--service", "puff-locker",
+                                                "--user", dave, "--reply", reply])
+            return (result, (try? String(contentsOfFile: seen, encoding: .utf8)) ?? "")
+        }
+        let (right, token) = try unlock("604917")
+        #expect(right.status == PAMCode.success, "\(right.output) \(right.errors)")
+        #expect(token == "Sys-pass-4821")
+        let (wrong, wrongToken) = try unlock("111333")
+        #expect(wrong.status == PAMCode.authError)
+        #expect(wrongToken.isEmpty)
+        try GestureLoginTests().enrolled(stage.fixture, dave)
+        let (gesture, gestureToken) = try unlock(GestureLoginTests.wire(GestureLoginTests.genuine))
+        #expect(gesture.status == PAMCode.success, "\(gesture.output) \(gesture.errors)")
+        #expect(gestureToken.hasPrefix("puff-gesture:"))
     }
 
     @Test func anOrdinaryUserEnrollsAndChangesTheirOwnCredentials() throws {

@@ -3,7 +3,7 @@ import PuffPlatform
 import Testing
 
 /// The one mapping between the FilesStore's state and outcome and the helper's report
-/// (PuffPlatform/HelperReportMapping.swift), both ways, through the wire text.
+/// (PuffPlatform/HelperProtocol.swift), both ways, through the wire text.
 @Suite("HelperReportMapping")
 struct HelperReportMappingTests {
     static let path = "/usr/local/sbin/puff-check"
