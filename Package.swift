@@ -71,7 +71,10 @@ let package = Package(
         .target(name: "PuffCore"),
         // libaudit: records for locks and administrator resets, as pam_faillock sends.
         .systemLibrary(name: "CAudit", path: "Sources/CAudit", providers: [.apt(["libaudit-dev"])]),
-        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CTPM", "CPAM", "CSpawn"]),
+        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CPAM", "CSpawn"]),
+        // Tpm mode: the TPM client, the key moves and the unsealing of a sealed key. Only the
+        // helper and puff-enroll depend on it: the module cannot import it, so it has no TPM code.
+        .target(name: "PuffTPM", dependencies: ["PuffCore", "PuffPlatform", "CTPM"]),
         // Fleet mode (`backend = ldap`): the directory client, the fleet's counters and the
         // offline cache. Only the helper and puff-enroll depend on it: the module cannot
         // import it, so it cannot link the directory client.
@@ -86,12 +89,12 @@ let package = Package(
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CModuleStart"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [
-            "PuffCore", "PuffPlatform", "PuffFleet", "PuffClient", "PuffClientPicture",
+            "PuffCore", "PuffPlatform", "PuffFleet", "PuffTPM", "PuffClient", "PuffClientPicture",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The setuid-root helper for unprivileged callers (like pam_unix's unix_chkpwd): no
         // Foundation, no argument parser; libpam only for the system-password proof.
-        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "PuffFleet", "CPAM", "CHelperStart"]),
+        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "PuffFleet", "PuffTPM", "CPAM", "CHelperStart"]),
         // The terminal pad: draws gestures on the picture and runs a PAM login; not setuid.
         .executableTarget(name: "puff-pad", dependencies: [
             "PuffCore", "PuffPlatform", "PuffClient", "PuffClientPicture", "CPAM", "CChafa", "CPuffBuild",
