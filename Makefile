@@ -23,9 +23,10 @@ TPM_LIBRARY := $(LIBDIR)/puff/puff-tpm.so
 SWIFT       ?= swift
 SWIFTC      ?= swiftc
 
-# Embedded Swift. Embedded/Glibc stands in for the Glibc overlay Embedded Swift lacks, so the
-# shared sources say `import Glibc` in both builds. The helper's Strings need the toolchain's
-# Unicode tables; the module's do not (MODULE_LINK, below).
+# Embedded Swift. The targets, their sources and their dependencies are Package.swift's
+# (scripts/embedded-graph.py writes them to $(EMBEDDED)/graph.mk); what follows is only what
+# Embedded Swift cannot take from SwiftPM. The helper's Strings need the toolchain's Unicode
+# tables; the module's do not (MODULE_LINK, below).
 # The one libm function reached (ceil, for Dictionary and Set) is Embedded/Glibc/ceil.c, so
 # neither binary needs libm; --as-needed keeps only the libraries a binary calls (the helper
 # opens libpam itself when it first needs it, and calls nothing of libaudit). No autolinking:
@@ -40,10 +41,10 @@ SWIFTC      ?= swiftc
 EMBEDDED        := .build-embedded
 EMBEDDED_TARGET := x86_64-unknown-linux-gnu
 EMBEDDED_LIBDIR := $(shell d=$$(dirname "$$(readlink -f "$$(command -v $(SWIFTC))")"); echo "$$d/../lib/swift/embedded/$(EMBEDDED_TARGET)")
+# Embedded Swift has no Glibc overlay: Embedded/Glibc stands in, so the shared sources say
+# `import Glibc` in both builds.
 EMBEDDED_FLAGS  := -enable-experimental-feature Embedded -target $(EMBEDDED_TARGET) -wmo -Osize -lto=llvm-full -package-name Puff \
-	-Xfrontend -function-sections -Xfrontend -disable-all-autolinking -I $(EMBEDDED) -I Embedded/Glibc/CGlibc -I Sources/CSodium -I Sources/CPAM \
-	-I Sources/CAudit -I Sources/CPuffBuild/include -I Sources/CSpawn/include -I Sources/CModuleStart/include -I Sources/CHelperStart/include \
-	-I Sources/CTPM/include
+	-Xfrontend -function-sections -Xfrontend -disable-all-autolinking -I $(EMBEDDED)/Glibc -I Embedded/Glibc/CGlibc
 EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -Xlinker --as-needed -Xlinker -lsodium -Xlinker -lpam -Xlinker -laudit -use-ld=lld -Xlinker --gc-sections \
 	-Xlinker --icf=safe -Xlinker -mllvm -Xlinker -enable-machine-outliner=always -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro -Xlinker --build-id
@@ -55,18 +56,20 @@ EMBEDDED_LINK   := -L$(EMBEDDED_LIBDIR) -Xlinker --as-needed -Xlinker -lsodium -
 # helper still uses them (enrollment's String sets, among others).
 MODULE_LINK     := -Xlinker -z -Xlinker defs
 HELPER_LINK     := -lswiftUnicodeDataTables
-CORE_SOURCES     := $(shell find Sources/PuffCore -name '*.swift' | sort)
-PLATFORM_SOURCES := $(shell find Sources/PuffPlatform -name '*.swift' | sort)
-FLEET_SOURCES    := $(shell find Sources/PuffFleet -name '*.swift' | sort)
-PAM_SOURCES      := $(shell find Sources/PuffPAM -name '*.swift' | sort)
-HELPER_SOURCES   := $(shell find Sources/puff-check -name '*.swift' ! -name main.swift | sort)
+# Each C function and datum in its own section too, so the link drops those nothing reaches.
+EMBEDDED_CFLAGS := -O2 -fPIC -Wall -ffunction-sections -fdata-sections
+# The two Embedded binaries, whose targets and dependencies graph.mk lists.
+EMBEDDED_ROOTS  := PuffPAM puff-check
+PYTHON      ?= /usr/bin/python3
 VERSION     := $(shell cat $(CURDIR)/VERSION)
-# The release, the helper's and the LDAP client's install paths, compiled in (Sources/CPuffBuild).
-BUILD_DEFINES := -Xcc -DPUFF_VERSION='"$(VERSION)"' -Xcc -DPUFF_SBINDIR='"$(BINDIR)"' -Xcc -DPUFF_LDAP_LIBRARY='"$(LDAP_LIBRARY)"'
+# The release, the helper's and the LDAP and TPM clients' install paths, compiled in
+# (Sources/CPuffBuild): for cc as they are, for swift build after -Xcc.
+BUILD_DEFINES := -DPUFF_VERSION='"$(VERSION)"' -DPUFF_SBINDIR='"$(BINDIR)"' -DPUFF_LDAP_LIBRARY='"$(LDAP_LIBRARY)"' \
+	-DPUFF_TPM_LIBRARY='"$(TPM_LIBRARY)"'
 # The Debian packages each target needs, installed when missing (scripts/install-packages.sh,
 # which leaves every service they ship stopped and disabled at boot). `make demo` needs only a
 # compiler and the libraries of the module and puff-enroll: no server, no X.
-DEMO_DEPS   := gcc libc6-dev libpam0g-dev libsodium-dev libaudit-dev libldap2-dev libtss2-dev
+DEMO_DEPS   := gcc libc6-dev python3 libpam0g-dev libsodium-dev libaudit-dev libldap2-dev libtss2-dev
 # `make build`: also the pictures (stb), the terminal pad (chafa), the lock screen (X11, cairo),
 # the greeter's library (not the LightDM daemon) and the man pages.
 BUILD_DEPS  := $(DEMO_DEPS) pkg-config libstb-dev libchafa-dev libglib2.0-dev libx11-dev libxi-dev libxrandr-dev libcairo2-dev \
@@ -144,70 +147,70 @@ $(GNOME_KEYRING_PAM):
 
 module: demo-deps build/pam_puff.so build/puff-ldap.so build/puff-tpm.so
 
-# The embedded compiler and linker flags, as a stamp that changes only when they do: every
-# embedded object depends on Glibc.o, so a change of flags rebuilds them all.
+# The graph, as SwiftPM reads Package.swift; a directory's time changes when a file in it is
+# added or removed. A scratch path of its own: `describe` builds nothing and waits for no build.
+-include $(EMBEDDED)/graph.mk
+$(EMBEDDED)/graph.mk: Package.swift scripts/embedded-graph.py $(shell find Sources -type d)
+	@mkdir -p $(EMBEDDED) && bash scripts/install-packages.sh python3
+	$(SWIFT) package --scratch-path $(EMBEDDED)/describe describe --type json > $@.json
+	$(PYTHON) scripts/embedded-graph.py $(EMBEDDED)/graph $(EMBEDDED_ROOTS) < $@.json > $@.tmp && mv $@.tmp $@
+
+# What differs from SwiftPM's build, each for its reason:
+# the full runtime's entry point; the Embedded helper's is the C `main` in Entry.swift.
+puff-check.sources := $(filter-out %/main.swift,$(puff-check.sources))
+# CModuleStart hides SWIFT_* from a full runtime starting in a setuid host; this one has none.
+CModuleStart.sources :=
+# The module and the helper link loaders (Embedded/Loader) that open puff-ldap.so and
+# puff-tpm.so when `backend = ldap` or a sealed key first needs them, not libldap and libtss2.
+CLDAP.sources := $(CLDAP.sources:%/puff_ldap.c=%/puff_ldap_loader.c)
+CTPM.sources  := $(CTPM.sources:%/puff_tpm.c=%/puff_tpm_loader.c)
+
+# What a target of the graph is compiled against: the directory of each Swift module it
+# depends on (one module a directory, so it can import nothing else) and its C headers.
+embedded-imports = $(foreach t,$($(1).swift),-I $(EMBEDDED)/$(t)) $(foreach t,$($(1).c),-I $($(t).include))
+embedded-inputs = $($(1).sources) $(foreach t,$($(1).swift),$(EMBEDDED)/$(t).o) $(foreach t,$($(1).c),$($(t).headers)) \
+	$(EMBEDDED)/Glibc/Glibc.o $(EMBEDDED)/graph/$(1)
+# What a binary links: its targets' LLVM bitcode and C objects.
+embedded-objects = $(EMBEDDED)/Glibc/Glibc.o $(foreach t,$($(1).swift),$(EMBEDDED)/$(t).o) \
+	$(patsubst Sources/%.c,$(EMBEDDED)/c/%.o,$(foreach t,$($(1).c),$($(t).sources))) $(EMBEDDED)/ceil.o
+
+# Stamps of the flags that change only when the flags do: a change rebuilds what they build.
+quote = '$(subst ','\'',$(1))'
 $(EMBEDDED)/flags: FORCE
 	@mkdir -p $(EMBEDDED)
-	@echo '$(EMBEDDED_FLAGS) $(EMBEDDED_LINK) $(MODULE_LINK) $(HELPER_LINK)' | cmp -s - $@ \
-		|| echo '$(EMBEDDED_FLAGS) $(EMBEDDED_LINK) $(MODULE_LINK) $(HELPER_LINK)' > $@
-
-$(EMBEDDED)/Glibc.o: Embedded/Glibc/Glibc.swift Embedded/Glibc/CGlibc/shim.h Embedded/Glibc/CGlibc/module.modulemap $(EMBEDDED)/flags
-	mkdir -p $(EMBEDDED)
-	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name Glibc -emit-module -emit-module-path $(EMBEDDED)/Glibc.swiftmodule \
-		-c Embedded/Glibc/Glibc.swift -o $@
-
-$(EMBEDDED)/PuffCore.o: $(CORE_SOURCES) $(EMBEDDED)/Glibc.o
-	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffCore -emit-module -emit-module-path $(EMBEDDED)/PuffCore.swiftmodule \
-		-c $(CORE_SOURCES) -o $@
-
-# The release and the helper's path, as the SwiftPM builds get them (BUILD_DEFINES). The stamp
-# changes only when they do (a package build passes PREFIX=/usr), and then so does the object.
-$(EMBEDDED)/build-defines: FORCE
+	@printf '%s\n' $(call quote,$(EMBEDDED_FLAGS) $(EMBEDDED_LINK) $(MODULE_LINK) $(HELPER_LINK)) | cmp -s - $@ \
+		|| printf '%s\n' $(call quote,$(EMBEDDED_FLAGS) $(EMBEDDED_LINK) $(MODULE_LINK) $(HELPER_LINK)) > $@
+# The C flags and BUILD_DEFINES (a package build passes PREFIX=/usr).
+$(EMBEDDED)/c-flags: FORCE
 	@mkdir -p $(EMBEDDED)
-	@echo '$(VERSION) $(BINDIR) $(LDAP_LIBRARY)' | cmp -s - $@ || echo '$(VERSION) $(BINDIR) $(LDAP_LIBRARY)' > $@
+	@printf '%s\n' $(call quote,$(EMBEDDED_CFLAGS) $(BUILD_DEFINES)) | cmp -s - $@ \
+		|| printf '%s\n' $(call quote,$(EMBEDDED_CFLAGS) $(BUILD_DEFINES)) > $@
 
 FORCE:
 
-$(EMBEDDED)/CPuffBuild.o: Sources/CPuffBuild/build.c Sources/CPuffBuild/include/puff_build.h $(EMBEDDED)/build-defines
-	mkdir -p $(EMBEDDED)
-	cc -O2 -fPIC -Wall -I Sources/CPuffBuild/include -DPUFF_VERSION='"$(VERSION)"' -DPUFF_SBINDIR='"$(BINDIR)"' \
-		-DPUFF_LDAP_LIBRARY='"$(LDAP_LIBRARY)"' -c Sources/CPuffBuild/build.c -o $@
+$(EMBEDDED)/Glibc/Glibc.o: Embedded/Glibc/Glibc.swift Embedded/Glibc/CGlibc/shim.h Embedded/Glibc/CGlibc/module.modulemap $(EMBEDDED)/flags
+	@mkdir -p $(@D)
+	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name Glibc -emit-module -emit-module-path $(@D)/Glibc.swiftmodule -c $< -o $@
 
-$(EMBEDDED)/CSpawn.o: Sources/CSpawn/spawn.c Sources/CSpawn/secret_pool.c Sources/CSpawn/include/puff_spawn.h \
-		Sources/CSpawn/include/puff_secret_pool.h
-	mkdir -p $(EMBEDDED)
-	cc -O2 -fPIC -Wall -I Sources/CSpawn/include -c Sources/CSpawn/spawn.c -o $(EMBEDDED)/spawn.o
-	cc -O2 -fPIC -Wall -I Sources/CSpawn/include -c Sources/CSpawn/secret_pool.c -o $(EMBEDDED)/secret_pool.o
-	ld -r $(EMBEDDED)/spawn.o $(EMBEDDED)/secret_pool.o -o $@
+$(EMBEDDED)/ceil.o: Embedded/Glibc/ceil.c $(EMBEDDED)/c-flags
+	cc $(EMBEDDED_CFLAGS) -fno-builtin -c $< -o $@
 
-# Start-up code in C, as in the SwiftPM build: the helper drops its environment before
-# anything runs (.preinit_array). (CModuleStart, which hides SWIFT_* from a full runtime while
-# the module loads into a setuid host, is left out: the embedded module has no such runtime.)
-# Fleet mode's thin C layer over libldap (Sources/CLDAP): the module and the helper link only
-# its loader, which opens build/puff-ldap.so (installed in $(LIBDIR)/puff) the first time
-# `backend = ldap` needs it; libldap is not in their DT_NEEDED. Hidden visibility but for the
-# puff_ldap_* entry points, and -Bsymbolic: nothing of it binds to the host's symbols.
-$(EMBEDDED)/ceil.o: Embedded/Glibc/ceil.c
-	mkdir -p $(EMBEDDED)
-	cc -O2 -fPIC -fno-builtin -Wall -c $< -o $@
+.SECONDEXPANSION:
 
-$(EMBEDDED)/CLDAP.o: Sources/CLDAP/puff_ldap_loader.c Sources/CLDAP/include/puff_ldap.h Embedded/Loader/puff_library.h
-	mkdir -p $(EMBEDDED)
-	cc -O2 -fPIC -Wall -I Sources/CLDAP/include -I Embedded/Loader -c $< -o $@
+# A Swift target: LLVM bitcode for the link, and its .swiftmodule alone in its directory.
+$(EMBEDDED_SWIFT:%=$(EMBEDDED)/%.o): $(EMBEDDED)/%.o: $$(call embedded-inputs,$$*)
+	@mkdir -p $(EMBEDDED)/$*
+	$(SWIFTC) $(EMBEDDED_FLAGS) $(call embedded-imports,$*) -parse-as-library -module-name $($*.module) -emit-module \
+		-emit-module-path $(EMBEDDED)/$*/$($*.module).swiftmodule -c $($*.sources) -o $@
 
-# Tpm mode's TPM client: the helper links only its loader (CTPM.o), which opens puff-tpm.so
-# when a sealed key is read; libtss2 is not in its DT_NEEDED. The module has no TPM code at all
-# (its PuffPlatform is compiled with -D PUFF_MODULE, below): libtss2 reads TSS2_LOGFILE from the
-# environment, which in su is the user's, so tpm mode goes through the helper.
-# The unsealed key kept for the rest of the boot (puff_key_cache.c, the kernel keyring) is the
-# helper's own code, not puff-tpm.so's.
-$(EMBEDDED)/CTPM.o: Sources/CTPM/puff_tpm_loader.c Sources/CTPM/puff_key_cache.c Sources/CTPM/include/puff_tpm.h \
-		Sources/CTPM/include/puff_key_cache.h Embedded/Loader/puff_library.h
-	mkdir -p $(EMBEDDED)
-	cc -O2 -fPIC -Wall -I Sources/CTPM/include -I Embedded/Loader -c Sources/CTPM/puff_tpm_loader.c -o $(EMBEDDED)/puff_tpm_loader.o
-	cc -O2 -fPIC -Wall -I Sources/CTPM/include -c Sources/CTPM/puff_key_cache.c -o $(EMBEDDED)/puff_key_cache.o
-	ld -r $(EMBEDDED)/puff_tpm_loader.o $(EMBEDDED)/puff_key_cache.o -o $@
+# A C target's file, with its target's headers (and Embedded/Loader's, for the loaders).
+$(EMBEDDED)/c/%.o: Sources/%.c $(EMBEDDED)/c-flags
+	@mkdir -p $(@D)
+	cc $(EMBEDDED_CFLAGS) -MMD -MP $(BUILD_DEFINES) -I $($(firstword $(subst /, ,$*)).include) -I Embedded/Loader -c $< -o $@
+-include $(wildcard $(EMBEDDED)/c/*/*.d)
 
+# The real clients the loaders open: hidden visibility but for their entry points, and
+# -Bsymbolic, so nothing of them binds to the host's symbols.
 build/puff-tpm.so: Sources/CTPM/puff_tpm.c Sources/CTPM/include/puff_tpm.h
 	mkdir -p build
 	cc -O2 -fPIC -Wall -fvisibility=hidden -shared -I Sources/CTPM/include $< -o $@ \
@@ -222,63 +225,26 @@ build/puff-ldap.so: Sources/CLDAP/puff_ldap.c Sources/CLDAP/include/puff_ldap.h
 		-Wl,-Bsymbolic -Wl,-z,now -Wl,-z,relro -Wl,--as-needed -lldap -llber
 	chmod 0644 $@
 
-$(EMBEDDED)/HelperStart.o: Sources/CHelperStart/start.c Sources/CHelperStart/system_password.c Sources/CHelperStart/cgroup.c \
-		Sources/CHelperStart/scheduling.c Sources/CHelperStart/include/CHelperStart.h
-	mkdir -p $(EMBEDDED)
-	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/start.c -o $(EMBEDDED)/start.o
-	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/system_password.c -o $(EMBEDDED)/system_password.o
-	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/cgroup.c -o $(EMBEDDED)/cgroup.o
-	cc -O2 -fPIC -Wall -I Sources/CHelperStart/include -c Sources/CHelperStart/scheduling.c -o $(EMBEDDED)/scheduling.o
-	ld -r $(EMBEDDED)/start.o $(EMBEDDED)/system_password.o $(EMBEDDED)/cgroup.o $(EMBEDDED)/scheduling.o -o $@
-
-$(EMBEDDED)/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h Sources/CTPM/include/puff_tpm.h \
-		Sources/CTPM/include/puff_key_cache.h \
-		Sources/CSpawn/include/puff_spawn.h Sources/CSpawn/include/puff_secret_pool.h $(EMBEDDED)/PuffCore.o
-	$(SWIFTC) $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPlatform -emit-module -emit-module-path $(EMBEDDED)/PuffPlatform.swiftmodule \
-		-c $(PLATFORM_SOURCES) -o $@
-
-# Fleet mode (Sources/PuffFleet): the directory client and the fleet's counters, a module of its
-# own that only the helper links (with the CLDAP loader); pam_puff.so is linked without this
-# object and without CLDAP.o, and PuffPAM cannot import it (no PuffFleet.swiftmodule is on
-# its import path until this is built, and its rule does not depend on it).
-$(EMBEDDED)/PuffFleet.o: $(FLEET_SOURCES) Sources/CLDAP/include/puff_ldap.h $(EMBEDDED)/PuffPlatform.o
-	mkdir -p $(EMBEDDED)/fleet
-	$(SWIFTC) $(EMBEDDED_FLAGS) -I Sources/CLDAP/include -parse-as-library -module-name PuffFleet -emit-module \
-		-emit-module-path $(EMBEDDED)/fleet/PuffFleet.swiftmodule \
-		-c $(FLEET_SOURCES) -o $@
-
 # NODELETE, kept from the full-runtime build (whose runtime could not be unloaded): pam_end's
 # dlclose leaves the module mapped, so a host that authenticates again does not load it again.
-# The module's own PuffPlatform: the same sources without the TPM client (-D PUFF_MODULE: tpm
-# mode goes through the helper, docs/admin/protection-at-rest.md), so pam_puff.so has no TPM code.
-$(EMBEDDED)/module/PuffPlatform.o: $(PLATFORM_SOURCES) Sources/CSodium/shim.h Sources/CAudit/shim.h \
-		Sources/CSpawn/include/puff_spawn.h Sources/CSpawn/include/puff_secret_pool.h $(EMBEDDED)/PuffCore.o
-	mkdir -p $(EMBEDDED)/module
-	$(SWIFTC) $(EMBEDDED_FLAGS) -D PUFF_MODULE -parse-as-library -module-name PuffPlatform -emit-module \
-		-emit-module-path $(EMBEDDED)/module/PuffPlatform.swiftmodule -c $(PLATFORM_SOURCES) -o $@
-
-build/pam_puff.so: $(PAM_SOURCES) Sources/CPAM/shim.h Sources/PuffPAM/pam_puff.map $(EMBEDDED)/module/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
-		$(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
-	$(SWIFTC) -I $(EMBEDDED)/module $(EMBEDDED_FLAGS) -parse-as-library -module-name PuffPAM -emit-library -o $(EMBEDDED)/pam_puff.so \
-		$(PAM_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/module/PuffPlatform.o $(EMBEDDED)/CPuffBuild.o \
-		$(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o \
-		$(EMBEDDED_LINK) $(MODULE_LINK) \
+# The module has no TPM code (libtss2 reads TSS2_LOGFILE from the environment, which in su is
+# the user's): tpm mode goes through the helper, and a graph that gives it PuffTPM fails here.
+build/pam_puff.so: $(call embedded-inputs,PuffPAM) $(call embedded-objects,PuffPAM) Sources/PuffPAM/pam_puff.map
+	$(if $(filter PuffTPM CTPM,$(PuffPAM.swift) $(PuffPAM.c)),$(error Package.swift gives PuffPAM tpm mode's code: $(PuffPAM.swift) $(PuffPAM.c)))
+	$(SWIFTC) $(EMBEDDED_FLAGS) $(call embedded-imports,PuffPAM) -parse-as-library -module-name $(PuffPAM.module) \
+		-emit-library -o $(EMBEDDED)/pam_puff.so $(PuffPAM.sources) $(call embedded-objects,PuffPAM) $(EMBEDDED_LINK) $(MODULE_LINK) \
 		-Xlinker --version-script=$(CURDIR)/Sources/PuffPAM/pam_puff.map -Xlinker -z -Xlinker nodelete
 	mkdir -p build
 	install -m 0644 $(EMBEDDED)/pam_puff.so $@
 
-build/puff-check: $(HELPER_SOURCES) Sources/CPAM/shim.h $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/PuffFleet.o $(EMBEDDED)/CPuffBuild.o \
-		$(EMBEDDED)/HelperStart.o $(EMBEDDED)/CLDAP.o $(EMBEDDED)/CTPM.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o
-	$(SWIFTC) $(EMBEDDED_FLAGS) -I $(EMBEDDED)/fleet -I Sources/CLDAP/include -parse-as-library -module-name puff_check -o $(EMBEDDED)/puff-check \
-		$(HELPER_SOURCES) $(EMBEDDED)/Glibc.o $(EMBEDDED)/PuffCore.o $(EMBEDDED)/PuffPlatform.o $(EMBEDDED)/PuffFleet.o \
-		$(EMBEDDED)/CPuffBuild.o $(EMBEDDED)/CLDAP.o $(EMBEDDED)/CTPM.o \
-		$(EMBEDDED)/HelperStart.o $(EMBEDDED)/CSpawn.o $(EMBEDDED)/ceil.o \
-		$(HELPER_LINK) $(EMBEDDED_LINK) -Xlinker -pie
+build/puff-check: $(call embedded-inputs,puff-check) $(call embedded-objects,puff-check)
+	$(SWIFTC) $(EMBEDDED_FLAGS) $(call embedded-imports,puff-check) -parse-as-library -module-name $(puff-check.module) \
+		-o $(EMBEDDED)/puff-check $(puff-check.sources) $(call embedded-objects,puff-check) $(HELPER_LINK) $(EMBEDDED_LINK) -Xlinker -pie
 	mkdir -p build
 	install -m 0755 $(EMBEDDED)/puff-check $@
 
 # The tools: Swift runtime linked in and no RUNPATH, so they run where no toolchain is installed.
-CLI_FLAGS := -c release --static-swift-stdlib --disable-local-rpath --scratch-path .build-cli $(BUILD_DEFINES) $(HARDEN_LINK)
+CLI_FLAGS := -c release --static-swift-stdlib --disable-local-rpath --scratch-path .build-cli $(addprefix -Xcc ,$(BUILD_DEFINES)) $(HARDEN_LINK)
 cli: deps
 	$(SWIFT) build $(CLI_FLAGS) --product puff-enroll
 	mkdir -p build

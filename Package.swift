@@ -4,6 +4,7 @@
 //   PuffCore      pure logic: passcode rules, lockout arithmetic, record and config formats (no I/O, no C)
 //   PuffPlatform  syscalls, trusted files, locks, libsodium; the files store and the one attempt engine
 //   PuffFleet     fleet mode: the directory client, its counters, the offline cache (helper and CLI only)
+//   PuffTPM       tpm mode: the TPM client, unsealing, key moves (helper and CLI only: the module has no TPM code)
 //   PuffPAM       the PAM boundary: C entry points, the conversation, one mapping to PAM codes
 //   PuffClient    the client kit: PAM transaction and conversation, the caller, the terminal
 //                 (puff-pad, puff-lock, puff-greeter, puff-enroll), and PuffClientPicture: the user's
@@ -14,8 +15,10 @@
 //   PuffScreen    the lock screen's drawing and input (Xlib, cairo): puff-lock and the LightDM greeter
 //   puff-lock     the X11 screen locker: the picture password on the desktop
 //   puff-greeter  the LightDM greeter: the picture password at the login screen
-// The module is linked with the Swift runtime statically by the Makefile (see `make module`);
-// those flags break `swift test` linking, so they stay out of this file.
+// This file is the one statement of the targets and their dependencies. The module and the helper
+// are built in Embedded Swift by the Makefile, which reads this graph (scripts/embedded-graph.py)
+// and adds only what Embedded Swift cannot take from SwiftPM: flags, the link, the Glibc stand-in
+// and the loaders that replace CLDAP's and CTPM's clients (docs/dev/embedded-swift.md).
 import PackageDescription
 
 let package = Package(
@@ -65,13 +68,16 @@ let package = Package(
                 linkerSettings: [.linkedLibrary("ldap"), .linkedLibrary("lber")]),
         // libtss2 (ESAPI) for tpm mode: the store's key sealed in the TPM
         // (Sources/CTPM/include/puff_tpm.h), linked directly here; the Embedded Swift helper
-        // (`make`) links its loader instead, the module a stub that never reaches a TPM.
+        // (`make`) links its loader instead. Only PuffTPM depends on it.
         .target(name: "CTPM", path: "Sources/CTPM", exclude: ["puff_tpm_loader.c"],
                 linkerSettings: [.linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"), .linkedLibrary("tss2-rc")]),
         .target(name: "PuffCore"),
         // libaudit: records for locks and administrator resets, as pam_faillock sends.
         .systemLibrary(name: "CAudit", path: "Sources/CAudit", providers: [.apt(["libaudit-dev"])]),
-        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CTPM", "CPAM", "CSpawn"]),
+        .target(name: "PuffPlatform", dependencies: ["PuffCore", "CSodium", "CPuffBuild", "CAudit", "CPAM", "CSpawn"]),
+        // Tpm mode: the TPM client, the key moves and the unsealing of a sealed key. Only the
+        // helper and puff-enroll depend on it: the module cannot import it, so it has no TPM code.
+        .target(name: "PuffTPM", dependencies: ["PuffCore", "PuffPlatform", "CTPM"]),
         // Fleet mode (`backend = ldap`): the directory client, the fleet's counters and the
         // offline cache. Only the helper and puff-enroll depend on it: the module cannot
         // import it, so it cannot link the directory client.
@@ -86,12 +92,12 @@ let package = Package(
         .target(name: "PuffPAM", dependencies: ["PuffCore", "PuffPlatform", "CPAM", "CModuleStart"],
                 exclude: ["pam_puff.map"]),
         .executableTarget(name: "puff-enroll", dependencies: [
-            "PuffCore", "PuffPlatform", "PuffFleet", "PuffClient", "PuffClientPicture",
+            "PuffCore", "PuffPlatform", "PuffFleet", "PuffTPM", "PuffClient", "PuffClientPicture",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The setuid-root helper for unprivileged callers (like pam_unix's unix_chkpwd): no
         // Foundation, no argument parser; libpam only for the system-password proof.
-        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "PuffFleet", "CPAM", "CHelperStart"]),
+        .executableTarget(name: "puff-check", dependencies: ["PuffCore", "PuffPlatform", "PuffFleet", "PuffTPM", "CPAM", "CHelperStart"]),
         // The terminal pad: draws gestures on the picture and runs a PAM login; not setuid.
         .executableTarget(name: "puff-pad", dependencies: [
             "PuffCore", "PuffPlatform", "PuffClient", "PuffClientPicture", "CPAM", "CChafa", "CPuffBuild",

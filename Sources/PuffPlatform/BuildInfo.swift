@@ -8,10 +8,6 @@ public enum BuildInfo {
     public static var helperPath: String { String(cString: puff_build_sbindir()) + "/puff-check" }
     /// Fleet mode's LDAP client: `$(LIBDIR)/puff/puff-ldap.so` of the build (`ldap_library`).
     public static var ldapLibraryPath: String { String(cString: puff_build_ldap_library()) }
-    /// Tpm mode's TPM client: `puff-tpm.so` beside the LDAP client (`tpm_library`).
-    public static var tpmLibraryPath: String {
-        let ldap = ldapLibraryPath
-        guard let slash = ldap.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "/puff-tpm.so" }
-        return String(ldap[...slash]) + "puff-tpm.so"
-    }
+    /// Tpm mode's TPM client: `$(LIBDIR)/puff/puff-tpm.so` of the build (`tpm_library`).
+    public static var tpmLibraryPath: String { String(cString: puff_build_tpm_library()) }
 }

@@ -14,9 +14,8 @@ public enum Configuration {
         // Where this build installs the helper (PREFIX-derived), not a fixed path.
         options.helperPath = BuildInfo.helperPath
         options.directory.libraryPath = BuildInfo.ldapLibraryPath
-        #if !PUFF_MODULE
-        options.tpm.libraryPath = BuildInfo.tpmLibraryPath  // the module never loads it
-        #endif
+        // Only a process that unseals loads the TPM client: the module has no opener.
+        if StoreKey.opener != nil { options.tpm.libraryPath = BuildInfo.tpmLibraryPath }
         var warnings: [String] = []
         do {
             // `conf=` decides which file is read, so it is applied first.

@@ -3,6 +3,7 @@ import CPAM
 import Glibc
 import PuffCore
 import PuffPlatform
+import PuffTPM
 
 /// The whole run: hardening before anything is read, then one operation for the real uid.
 /// `operation` is `argv[1]` when there is exactly one argument.
@@ -10,6 +11,7 @@ func helperMain(operation: String?) -> Never {
     // The environment is already gone (CHelperStart ran before anything else); without that
     // start-up code, refuse to run.
     guard puff_helper_dropped_environment() >= 0, Hardening.apply() else { _exit(HelperExit.failure) }
+    StoreKey.opener = TPMUnsealer()
     // `--version` and `--help` read nothing and need no privilege.
     if operation == "--version" {
         print("puff-check \(BuildInfo.version)")

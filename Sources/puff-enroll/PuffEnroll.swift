@@ -4,6 +4,7 @@ import PuffClient
 import PuffCore
 import PuffFleet
 import PuffPlatform
+import PuffTPM
 
 /// `puff-enroll`: enroll and change Puff credentials; inspect and reset lockouts.
 @main
@@ -131,6 +132,7 @@ enum Command {
     /// Runs `body`, turning failures into a message on stderr and the documented exit code.
     static func run(_ body: () throws -> Void) throws {
         umask(0o077)
+        StoreKey.opener = TPMUnsealer()
         do {
             try Sodium.initialize()
             try body()

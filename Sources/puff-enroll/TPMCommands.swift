@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import PuffCore
 import PuffPlatform
+import PuffTPM
 
 /// `puff-enroll tpm enable|disable|status|forget`: the store's key kept by the TPM (tpm mode) or in a
 /// root-only file (file mode). docs/admin/protection-at-rest.md.

@@ -70,6 +70,23 @@ struct ModuleBinaryTests {
                           "puff_ldap_modify", "puff_ldap_error_text", "puff_ldap_diagnostic", "puff_ldap_probe"])
     }
 
+    /// Tpm mode is the helper's (libtss2 reads TSS2_LOGFILE from the environment, which in su
+    /// is the user's): the module has none of its code (PuffTPM, CTPM), and the helper, which
+    /// has it, shows that the symbol table would tell.
+    @Test func hasNoTPMCodeWhichTheHelperHas() throws {
+        func tpmSymbols(_ binary: String) throws -> [String] {
+            let table = try run("/usr/bin/nm", ["--defined-only", binary])
+            #expect(table.status == 0, "\(table.errors)")
+            let markers = ["puff_tpm_", "puff_key_cache_", "Esys_", "Tss2_", "7PuffTPM", "TPMClient", "UnsealedKey"]
+            return table.lines.filter { line in markers.contains { line.contains($0) } }
+        }
+        let module = try tpmSymbols(Artefacts.module)
+        #expect(module.isEmpty, "pam_puff.so has tpm mode's code: \(module.prefix(5))")
+        let helper = try tpmSymbols(UnprivilegedTests.helperBinary)
+        #expect(helper.contains { $0.contains("puff_tpm_") } && helper.contains { $0.contains("7PuffTPM") },
+                "the helper's symbol table shows no TPM code: \(helper.prefix(5))")
+    }
+
     @Test func exportsOnlyThePAMEntryPoints() throws {
         // --extern-only: symbols another object could bind to (local dynsym entries cannot).
         let symbols = try run("/usr/bin/nm", ["-D", "--defined-only", "--extern-only", Artefacts.module])

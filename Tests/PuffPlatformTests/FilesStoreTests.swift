@@ -4,7 +4,7 @@ import PuffPlatform
 import Testing
 
 @Suite("FilesStore")
-struct AuthenticatorTests {
+struct FilesStoreTests {
     static let start: Int64 = 1_700_000_000
     static let cheap = Argon2Parameters(memoryKiB: 8, iterations: 1)
 

@@ -36,9 +36,14 @@ public enum StoreKey {
         return .none
     }
 
-    /// The key, from the file or from the TPM; `nil` when there is neither. A key of the wrong
-    /// length, a sealed file that does not parse, a TPM that cannot be reached or refuses, or
-    /// a key that does not match its check value all throw.
+    /// How this process opens a sealed key: puff-check and puff-enroll set PuffTPM's
+    /// `TPMUnsealer` as they start. The module sets none, so its link proves this `nil` and
+    /// drops the call: it has no TPM code, and a sealed key hands the attempt to the helper.
+    nonisolated(unsafe) package static var opener: (any SealedKeyOpener)?
+
+    /// The key, from the file or, when it is sealed, from `opener`; `nil` when there is neither.
+    /// A key of the wrong length, a sealed file that does not parse, a TPM that cannot be reached
+    /// or refuses, or a key that does not match its check value all throw.
     public static func read(_ name: String, in directory: borrowing TrustedDirectory,
                             tpm: TPMSettings) throws(StoreError) -> SecureBytes? {
         let path = directory.path + "/" + name
@@ -48,34 +53,15 @@ public enum StoreKey {
             }
             return key
         }
-        #if PUFF_MODULE
-        // The module has no TPM code: a sealed key is the helper's to read, and this error
-        // hands the attempt to it (Authentication.swift). Looked for only when there is no
-        // clear key, so file mode pays nothing for tpm mode.
-        try handToHelperIfSealed(name, in: directory)
-        return nil
-        #else
-        guard let sealed = try readSealed(name, in: directory) else { return nil }
-        // Unsealed at most once a boot (UnsealedKey): a kept copy that passes the check is used.
-        if let kept = UnsealedKey.kept(sealed, tcti: tpm.tcti), (try? check(of: kept)) == sealed.check { return kept }
-        let key = try TPMClient.unseal(sealed.description, settings: tpm)
-        guard key.count == PasscodeHasher.keyLength, try check(of: key) == sealed.check else {
-            throw .tpm("the TPM gave another key than the one sealed for \(path)")
-        }
-        UnsealedKey.keep(key, of: sealed, tcti: tpm.tcti)
-        return key
-        #endif
-    }
-
-    #if PUFF_MODULE
-    /// Throws `.tpm` when a sealed copy of the key exists: the module's way of handing the
-    /// attempt to the helper (Authentication.swift).
-    static func handToHelperIfSealed(_ name: String, in directory: borrowing TrustedDirectory) throws(StoreError) {
+        // Looked for only when there is no clear key, so file mode pays nothing for tpm mode.
+        if let opener { return try opener.open(name, in: directory, tpm: tpm) }
+        // The module: a sealed key is the helper's to read, and this error hands the attempt
+        // to it (Authentication.swift).
         guard try directory.openFile(sealedName(name), .rootPrivate(maximumSize: maximumSealedSize)) == nil else {
             throw .tpm("the key is sealed in the TPM; only puff-check unseals it")
         }
+        return nil
     }
-    #endif
 
     /// A sealed file's parts.
     public struct Sealed: Equatable {
@@ -83,6 +69,12 @@ public enum StoreKey {
         public var check: [UInt8]
         /// The TPM object's description (Sources/CTPM).
         public var description: [UInt8]
+
+        /// A sealed key's parts (KeyMove writes them).
+        package init(check: [UInt8], description: [UInt8]) {
+            self.check = check
+            self.description = description
+        }
 
         /// The file's bytes.
         public var encoded: [UInt8] { StoreKey.magic + check + description }
@@ -112,4 +104,12 @@ public enum StoreKey {
         let digest = try Sodium.keyedDigest(of: text, key: key)
         return digest.withBytes { Array($0) }
     }
+}
+
+/// How puff-check and puff-enroll open a key sealed in the TPM (PuffTPM's `TPMUnsealer`,
+/// `StoreKey.opener`). The module has none: libtss2 reads TSS2_LOGFILE from the environment,
+/// which in su is the user's, so tpm mode is the helper's.
+public protocol SealedKeyOpener: AnyObject {
+    /// `name`'s sealed key in `directory`, unsealed and checked; `nil` when there is no sealed copy.
+    func open(_ name: String, in directory: borrowing TrustedDirectory, tpm: TPMSettings) throws(StoreError) -> SecureBytes?
 }

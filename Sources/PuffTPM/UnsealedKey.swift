@@ -1,8 +1,7 @@
-// The module's build (-D PUFF_MODULE) leaves this out, as it leaves out the TPM client.
-#if !PUFF_MODULE
 import CTPM
 import Glibc
 import PuffCore
+import PuffPlatform
 
 /// The key the TPM unsealed, kept until the next boot (issue 36, item 3; Sources/CTPM/
 /// puff_key_cache.c): in root's persistent kernel keyring, which only a process with a root
@@ -49,8 +48,7 @@ public enum UnsealedKey {
     /// Drops every kept key: how many there were.
     public static func forget() throws(StoreError) -> Int {
         let count = puff_key_cache_forget()
-        guard count >= 0 else { throw .system("keyctl", path: "root's persistent keyring", Errno.current) }
+        guard count >= 0 else { throw .system("keyctl", path: "root's persistent keyring", Errno(errno)) }
         return Int(count)
     }
 }
-#endif

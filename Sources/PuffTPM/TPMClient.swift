@@ -1,10 +1,7 @@
-// The module's build (`make module`, -D PUFF_MODULE) leaves all of this out: pam_puff.so never
-// talks to a TPM (libtss2 reads TSS2_LOGFILE from the environment, which in su is the user's);
-// in tpm mode it hands the store work to puff-check, which starts with no environment.
-#if !PUFF_MODULE
 import CTPM
 import Glibc
 import PuffCore
+import PuffPlatform
 
 /// The TPM operations of tpm mode (Sources/CTPM/include/puff_tpm.h), with Swift types: seal a
 /// key in a persistent object, unseal it, evict it. The helper loads `puff-tpm.so` on the
@@ -96,4 +93,3 @@ public enum TPMClient {
         }
     }
 }
-#endif

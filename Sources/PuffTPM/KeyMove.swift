@@ -1,6 +1,6 @@
-#if !PUFF_MODULE
 import Glibc
 import PuffCore
+import PuffPlatform
 
 /// `puff-enroll tpm enable` and `tpm disable`: the same key moved into the TPM and out again,
 /// so every record keeps working and nobody enrolls again. Each step leaves a store that works:
@@ -166,7 +166,6 @@ public enum KeyMove {
     }
 
     static func hex(_ handle: UInt32) -> String {
-        "0x" + Sodium.hex([UInt8(handle >> 24), UInt8((handle >> 16) & 0xff), UInt8((handle >> 8) & 0xff), UInt8(handle & 0xff)])
+        "0x" + String(handle, radix: 16)
     }
 }
-#endif
