@@ -134,4 +134,20 @@ struct FirstReadTests {
             #expect(!commands.isEmpty, "\(page): EXAMPLES shows no command")
         }
     }
+
+    /// Issue 31, item 5: the layout in docs/dev/internals.md names every entry of `ls Sources`
+    /// and nothing that is gone, so a newcomer finds each room by its job.
+    @Test func theLayoutNamesEveryEntryOfSources() throws {
+        let internals = try Self.text("docs/dev/internals.md")
+        let layout = try #require(internals.components(separatedBy: "## Layout\n").dropFirst().first?
+            .components(separatedBy: "\n## ").first)
+        let listed = Set(layout.split(separator: "\n").compactMap { line -> String? in
+            let words = line.split(separator: " ")
+            guard let first = words.first, first.hasPrefix("Sources/") else { return nil }
+            return String(first.dropFirst("Sources/".count).split(separator: "/").first ?? "")
+        })
+        let sources = Set(try FileManager.default.contentsOfDirectory(atPath: Self.repository.appendingPathComponent("Sources").path))
+        #expect(sources.subtracting(listed).isEmpty, "not in the layout: \(sources.subtracting(listed).sorted())")
+        #expect(listed.subtracting(sources).isEmpty, "in the layout but gone: \(listed.subtracting(sources).sorted())")
+    }
 }
