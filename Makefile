@@ -122,15 +122,17 @@ valgrind-deps:
 # puff-lock's Wayland client code, generated from wayland-protocols' XML by wayland-scanner
 # (Sources/CLockWayland/wayland.c includes it when present; without it, Wayland is refused).
 WAYLAND_PROTOCOLS := $(shell pkg-config --variable=pkgdatadir wayland-protocols 2>/dev/null || echo /usr/share/wayland-protocols)
+# puff-greeter's window under cage is an xdg-shell toplevel, drawn by the same code.
 SESSION_LOCK_XML  := $(WAYLAND_PROTOCOLS)/staging/ext-session-lock/ext-session-lock-v1.xml
+XDG_SHELL_XML     := $(WAYLAND_PROTOCOLS)/stable/xdg-shell/xdg-shell.xml
 WAYLAND_GENERATED := Sources/CLockWayland/generated
-wayland-protocol: $(WAYLAND_GENERATED)/ext-session-lock-v1-client.h $(WAYLAND_GENERATED)/ext-session-lock-v1-code.h
-$(WAYLAND_GENERATED)/ext-session-lock-v1-client.h: $(SESSION_LOCK_XML)
+wayland-protocol: $(foreach p,ext-session-lock-v1 xdg-shell,$(WAYLAND_GENERATED)/$(p)-client.h $(WAYLAND_GENERATED)/$(p)-code.h)
+$(WAYLAND_GENERATED)/ext-session-lock-v1-%.h: $(SESSION_LOCK_XML)
 	mkdir -p $(WAYLAND_GENERATED)
-	wayland-scanner client-header $< $@
-$(WAYLAND_GENERATED)/ext-session-lock-v1-code.h: $(SESSION_LOCK_XML)
+	wayland-scanner $(if $(filter client,$*),client-header,private-code) $< $@
+$(WAYLAND_GENERATED)/xdg-shell-%.h: $(XDG_SHELL_XML)
 	mkdir -p $(WAYLAND_GENERATED)
-	wayland-scanner private-code $< $@
+	wayland-scanner $(if $(filter client,$*),client-header,private-code) $< $@
 
 install-packages:
 	@APT_OPTIONS="$(APT_OPTIONS)" bash scripts/install-packages.sh $(PACKAGES)
@@ -523,6 +525,8 @@ install-locker-files:
 install-greeter-files:
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHAREDIR)/xgreeters $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 build/puff-greeter $(DESTDIR)$(BINDIR)/puff-greeter
+	sed 's|@BINDIR@|$(BINDIR)|' data/puff-greeter-cage > $(DESTDIR)$(BINDIR)/puff-greeter-cage
+	chmod 0755 $(DESTDIR)$(BINDIR)/puff-greeter-cage
 	sed 's|^Exec=puff-greeter|Exec=$(BINDIR)/puff-greeter|' data/puff-greeter.desktop > $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop
 	chmod 0644 $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop
 	install -d $(DESTDIR)$(SHAREDIR)/doc/puff-greeter/examples
@@ -537,7 +541,7 @@ uninstall:
 		$(DESTDIR)$(USERBINDIR)/puff-pad $(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-pad \
 		$(DESTDIR)$(SHAREDIR)/pam-configs/puff $(DESTDIR)$(SHAREDIR)/pam-configs/puff-authsucc \
 		$(DESTDIR)$(USERBINDIR)/puff-lock $(DESTDIR)/etc/pam.d/puff-lock \
-		$(DESTDIR)$(BINDIR)/puff-greeter $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop \
+		$(DESTDIR)$(BINDIR)/puff-greeter $(DESTDIR)$(BINDIR)/puff-greeter-cage $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop \
 		$(DESTDIR)$(SHAREDIR)/doc/puff-greeter/examples/greetd-config.toml
 	for page in $(MANPAGES) $(LOCKER_MANPAGES) $(GREETER_MANPAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${page##*.}/$$page; done
 	for tool in puff-enroll puff-pad puff-lock; do rm -f $(DESTDIR)$(SHAREDIR)/bash-completion/completions/$$tool \
@@ -567,8 +571,8 @@ deb: deps
 
 # Installs the package in a throwaway overlay copy of / (never on this machine), without the
 # Swift toolchain, and logs in through it (scripts/deb-test.sh).
-deb-test: test-deps deb
-	bash scripts/deb-test.sh $(DEB) $(LOCKER_DEB) $(GREETER_DEB)
+deb-test: test-deps greetd-test-env deb
+	bash scripts/deb-test.sh $(DEB) $(LOCKER_DEB) $(GREETER_DEB) $(wildcard $(GREETD_DIR)/deb/greetd_*.deb)
 
 clean:
 	rm -rf build .build .build-embedded .build-cli .build-fuzz .build-tsan

@@ -240,6 +240,22 @@ struct WaylandLockTests {
         #expect(try stage.fixture.failures(user) == 0)
     }
 
+    /// Key repeat, which Wayland leaves to the client (the compositor says 25 a second after
+    /// 300 ms): a held Backspace clears the two digits typed, so the passcode typed after it
+    /// unlocks. Without repeat one digit stays and the sixth digit submits a wrong passcode.
+    @Test func aHeldBackspaceRepeatsAndClearsTheField() throws {
+        let (user, stage, compositor, locker) = try Self.readyLocker()
+        defer { withExtendedLifetime(stage) {} }
+        try compositor.command("type 99")
+        try compositor.command("keydown backspace")
+        usleep(1_500_000)
+        try compositor.command("keyup backspace")
+        try compositor.command("type 604917")
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+        #expect(compositor.waitFor(state: "unlocked"))
+        #expect(try stage.fixture.failures(user) == 0)
+    }
+
     @Test func theGestureDrawnWithAFingerUnlocks() throws {
         let (user, stage, compositor, locker) = try Self.readyLocker()
         // The stage (its store, its log files) must outlive the locker.

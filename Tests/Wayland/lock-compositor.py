@@ -155,6 +155,9 @@ class Compositor:
         if not keymap:
             raise SystemExit("cannot build a keymap")
         lib.wlr_keyboard_set_keymap(keyboard, ffi.cast("struct xkb_keymap *", keymap))
+        # What clients are told to repeat a held key at (wl_keyboard.repeat_info): 25 a second
+        # after 300 ms.
+        lib.wlr_keyboard_set_repeat_info(keyboard, 25, 300)
         wrapped = Keyboard(keyboard)
         self.seat.set_keyboard(wrapped)
         return wrapped
@@ -411,6 +414,11 @@ class Compositor:
             return "ok"
         if verb == "key":
             self.key(KEYS[arguments[0]])
+            return "ok"
+        if verb in ("keydown", "keyup"):
+            # A key held down: Wayland sends the press once; the client repeats it.
+            self.focus_keyboard()
+            lib.wlr_seat_keyboard_notify_key(self.seat._ptr, now_ms(), KEYS[arguments[0]], 1 if verb == "keydown" else 0)
             return "ok"
         if verb == "quit":
             self.display.terminate()
