@@ -74,6 +74,9 @@ guard puff_forbid_dumps() == 0 else {
 }
 // A peer that is gone must not take the greeter with it.
 signal(SIGPIPE, SIG_IGN)
+// A crash ends the greeter at once, as puff-lock's processes do, so greetd's fallback
+// (puff-greeter-cage) starts rather than a frozen screen waiting in Swift's backtracer.
+for crash in [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP] { signal(crash, SIG_DFL) }
 
 do {
     let waylandSet = getenv("WAYLAND_DISPLAY").map { $0.pointee != 0 } ?? false

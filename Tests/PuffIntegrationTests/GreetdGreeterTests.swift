@@ -232,11 +232,11 @@ struct GreetdGreeterTests {
         #expect(greetd.marker() == user + "\n", "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
     }
 
-    /// The shipped fallback (data/puff-greeter-cage): puff-greeter dying under cage starts
-    /// greetd's agreety, so the machine still has a login screen; cage alone exits 0 whatever
-    /// its client did, so a plain `cage … || agreety` never falls back. SIGKILL: a SIGSEGV sent
-    /// by kill(2) is caught by the debug build's Swift backtracer, which prints a backtrace and
-    /// lets the process go on (only a real fault ends it).
+    /// The shipped fallback (data/puff-greeter-cage): puff-greeter crashing under cage
+    /// (SIGSEGV) starts greetd's agreety, so the machine still has a login screen; cage alone
+    /// exits 0 whatever its client did, so a plain `cage … || agreety` never falls back. The
+    /// greeter resets the crash signals: Swift's backtracer caught a SIGSEGV sent by kill(2),
+    /// printed a backtrace and let the greeter go on, so no fallback came.
     @Test func aCrashedGreeterUnderCageFallsBackToAgreety() throws {
         let user = try GreeterTests.account("puff-it-gr-gina")
         let fixture = try GreeterTests.enrolledStore(user)
@@ -245,8 +245,8 @@ struct GreetdGreeterTests {
         #expect(greetd.waitFor("users ready"), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
         let greeters = greetd.descendants(named: "puff-greeter")
         #expect(greeters.count == 1, "\(greeters)")
-        for greeter in greeters { kill(greeter, SIGKILL) }
-        #expect(greetd.waitFor("puff-greeter ended with status 137"), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        for greeter in greeters { kill(greeter, SIGSEGV) }
+        #expect(greetd.waitFor("puff-greeter ended with status 139"), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
         let deadline = Date().addingTimeInterval(20)
         var agreety: [pid_t] = []
         while agreety.isEmpty && Date() < deadline {
