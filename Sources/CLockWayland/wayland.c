@@ -101,6 +101,9 @@ struct puff_output {
     int32_t plain_width, plain_height;
     /* A frame of the child is what this surface shows. */
     int showing_frame;
+    /* wl_output.scale (HiDPI; 1 until said): frames are drawn at width × scale pixels. The
+       window's is that of the output it is on. */
+    int32_t scale;
 };
 
 struct puff_wl {
@@ -121,6 +124,8 @@ struct puff_wl {
     struct xdg_surface *xdg_surface;
     struct xdg_toplevel *toplevel;
     int32_t pending_width, pending_height;
+    /* The output the window is on (wl_surface.enter), 0 before it says. */
+    uint32_t window_output;
     uint32_t background;
     struct puff_output *outputs[PUFF_OUTPUTS];
     /* The registry name of the output the lock screen is drawn on (0: none yet). */
@@ -151,7 +156,17 @@ static void push(struct puff_wl *wl, const struct puff_wl_event *event) {
     wl->count++;
 }
 
+static struct puff_output *primary_output(struct puff_wl *wl);
+static int32_t effective_scale(struct puff_output *output);
+
 static void push_kind(struct puff_wl *wl, int kind, double x, double y) {
+    if (kind == PUFF_WL_DOWN || kind == PUFF_WL_MOVE || kind == PUFF_WL_UP) {
+        /* Surface coordinates are logical; the drawing is in the frame's pixels. */
+        struct puff_output *primary = primary_output(wl);
+        int32_t scale = primary ? effective_scale(primary) : 1;
+        x *= scale;
+        y *= scale;
+    }
     struct puff_wl_event event = {.kind = kind, .x = x, .y = y};
     push(wl, &event);
 }
@@ -172,6 +187,13 @@ static struct puff_output *output_named(struct puff_wl *wl, uint32_t name) {
     for (int index = 0; index < PUFF_OUTPUTS; index++)
         if (wl->outputs[index] && wl->outputs[index]->name == name) return wl->outputs[index];
     return NULL;
+}
+
+/* The output's scale, or 1 when frames that large could not be had. */
+static int32_t effective_scale(struct puff_output *output) {
+    int32_t scale = output->scale > 1 ? output->scale : 1;
+    if ((int64_t)output->width * scale > 16384 || (int64_t)output->height * scale > 16384) return 1;
+    return scale;
 }
 
 static struct puff_output *primary_output(struct puff_wl *wl) {
@@ -210,10 +232,12 @@ static void paint(struct puff_output *output) {
     struct puff_wl *wl = output->wl;
     if (!output->configured) return;
     struct wl_buffer *buffer = NULL;
+    int32_t scale = effective_scale(output), buffer_scale = 1;
     output->showing_frame = 0;
     if (output == primary_output(wl) && wl->frames[0] && wl->last_frame >= 0
-        && wl->frame_width == output->width && wl->frame_height == output->height) {
+        && wl->frame_width == output->width * scale && wl->frame_height == output->height * scale) {
         buffer = wl->frames[wl->last_frame];
+        buffer_scale = scale;
         output->showing_frame = 1;
     } else {
         if (!output->plain || output->plain_width != output->width || output->plain_height != output->height) {
@@ -225,6 +249,7 @@ static void paint(struct puff_output *output) {
         buffer = output->plain;
     }
     if (!buffer) return;
+    wl_surface_set_buffer_scale(output->surface, buffer_scale);
     wl_surface_attach(output->surface, buffer, 0, 0);
     wl_surface_damage_buffer(output->surface, 0, 0, INT32_MAX, INT32_MAX);
     wl_surface_commit(output->surface);
@@ -267,6 +292,7 @@ static void forget(struct puff_wl *wl, int index) {
     if (output->plain) wl_buffer_destroy(output->plain);
     wl_output_destroy(output->output);
     if (wl->pointer_surface == output->surface) wl->pointer_surface = NULL;
+    if (wl->window_output == output->name) wl->window_output = 0;
     wl->outputs[index] = NULL;
     if (wl->primary == output->name) {
         /* The lock screen moves to another output (the first configured one). */
@@ -534,6 +560,58 @@ static void lock_finished(void *data, struct ext_session_lock_v1 *lock) {
 
 static const struct ext_session_lock_v1_listener lock_listener = {.locked = lock_locked, .finished = lock_finished};
 
+/* A surface's scale changed: drawn again, and when it has the lock screen (or is the window)
+   its drawers are told the new size in pixels. */
+static void rescaled(struct puff_output *output) {
+    struct puff_wl *wl = output->wl;
+    paint(output);
+    if (output == primary_output(wl) && output->configured) push_kind(wl, PUFF_WL_RESIZED, 0, 0);
+}
+
+static void output_geometry(void *data, struct wl_output *o, int32_t x, int32_t y, int32_t width_mm, int32_t height_mm,
+                            int32_t subpixel, const char *make, const char *model, int32_t transform) {}
+static void output_mode(void *data, struct wl_output *o, uint32_t flags, int32_t width, int32_t height, int32_t refresh) {}
+static void output_done(void *data, struct wl_output *o) {}
+static void output_name(void *data, struct wl_output *o, const char *name) {}
+static void output_description(void *data, struct wl_output *o, const char *description) {}
+
+static void output_scale(void *data, struct wl_output *o, int32_t factor) {
+    struct puff_output *output = data;
+    struct puff_wl *wl = output->wl;
+    /* Bounded: no screen has more than 4 pixels a point. */
+    int32_t scale = factor < 1 ? 1 : factor > 4 ? 4 : factor;
+    if (scale == output->scale) return;
+    output->scale = scale;
+    rescaled(output);
+    if (wl->window && wl->window_output == output->name) {
+        wl->window->scale = scale;
+        rescaled(wl->window);
+    }
+}
+
+static const struct wl_output_listener output_listener = {
+    .geometry = output_geometry, .mode = output_mode, .done = output_done, .scale = output_scale,
+    .name = output_name, .description = output_description,
+};
+
+/* Window mode: the window takes the scale of the output it is shown on. */
+static void window_enter(void *data, struct wl_surface *surface, struct wl_output *o) {
+    struct puff_wl *wl = data;
+    for (int index = 0; index < PUFF_OUTPUTS; index++) {
+        struct puff_output *output = wl->outputs[index];
+        if (!output || output->output != o) continue;
+        wl->window_output = output->name;
+        if (wl->window->scale != output->scale) {
+            wl->window->scale = output->scale;
+            rescaled(wl->window);
+        }
+    }
+}
+
+static void window_leave(void *data, struct wl_surface *surface, struct wl_output *o) {}
+
+static const struct wl_surface_listener window_surface_listener = {.enter = window_enter, .leave = window_leave};
+
 /* Window mode: the toplevel's size comes with xdg_toplevel.configure and takes effect at the
    xdg_surface.configure that follows it. */
 static void wm_base_ping(void *data, struct xdg_wm_base *base, uint32_t serial) { xdg_wm_base_pong(base, serial); }
@@ -593,7 +671,10 @@ static void registry_global(void *data, struct wl_registry *registry, uint32_t n
             if (!output) return;
             output->wl = wl;
             output->name = name;
-            output->output = wl_registry_bind(registry, name, &wl_output_interface, 1);
+            output->scale = 1;
+            /* Version 2 for its scale. */
+            output->output = wl_registry_bind(registry, name, &wl_output_interface, version < 2 ? version : 2);
+            wl_output_add_listener(output->output, &output_listener, output);
             wl->outputs[index] = output;
             /* An output plugged in while locked is covered at once. */
             cover(output);
@@ -667,7 +748,9 @@ struct puff_wl *puff_wl_connect_window(uint32_t background, const char *title, c
         return NULL;
     }
     wl->window->wl = wl;
+    wl->window->scale = 1;
     wl->window->surface = wl_compositor_create_surface(wl->compositor);
+    wl_surface_add_listener(wl->window->surface, &window_surface_listener, wl);
     wl->xdg_surface = xdg_wm_base_get_xdg_surface(wl->wm_base, wl->window->surface);
     xdg_surface_add_listener(wl->xdg_surface, &xdg_surface_listener, wl);
     wl->toplevel = xdg_surface_get_toplevel(wl->xdg_surface);
@@ -722,8 +805,9 @@ int puff_wl_pump(struct puff_wl *wl, int readable) {
 
 void puff_wl_primary_size(struct puff_wl *wl, int32_t *width, int32_t *height) {
     struct puff_output *primary = primary_output(wl);
-    *width = primary && primary->configured ? primary->width : 0;
-    *height = primary && primary->configured ? primary->height : 0;
+    int32_t scale = primary ? effective_scale(primary) : 1;
+    *width = primary && primary->configured ? primary->width * scale : 0;
+    *height = primary && primary->configured ? primary->height * scale : 0;
 }
 
 int puff_wl_surface_count(struct puff_wl *wl) {
@@ -770,7 +854,8 @@ int puff_wl_set_frames(struct puff_wl *wl, int fd, int32_t width, int32_t height
 int puff_wl_show_frame(struct puff_wl *wl, int index) {
     struct puff_output *primary = primary_output(wl);
     if (index < 0 || index > 1 || !wl->frames[index] || !primary || !primary->configured
-        || wl->frame_width != primary->width || wl->frame_height != primary->height) return -1;
+        || wl->frame_width != primary->width * effective_scale(primary)
+        || wl->frame_height != primary->height * effective_scale(primary)) return -1;
     wl->last_frame = index;
     paint(primary);
     return 0;

@@ -63,8 +63,9 @@ int puff_wl_pump(struct puff_wl *wl, int readable);
 int puff_wl_next_event(struct puff_wl *wl, struct puff_wl_event *event);
 /* Whether an input event waits (nothing is taken). */
 int puff_wl_has_events(struct puff_wl *wl);
-/* The size of the output the lock screen is drawn on, or of the window (0 × 0 before its
-   first configure). */
+/* The size in pixels (the output's scale applied: HiDPI) of the output the lock screen is drawn
+   on, or of the window (0 × 0 before its first configure); frames are drawn at this size and
+   pointer and touch positions come in its pixels. */
 void puff_wl_primary_size(struct puff_wl *wl, int32_t *width, int32_t *height);
 /* How many outputs have a lock surface now. */
 int puff_wl_surface_count(struct puff_wl *wl);
