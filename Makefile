@@ -571,7 +571,7 @@ deb: deps
 
 # Installs the package in a throwaway overlay copy of / (never on this machine), without the
 # Swift toolchain, and logs in through it (scripts/deb-test.sh).
-deb-test: test-deps greetd-test-env deb
+deb-test: test-deps greetd-test-env wayland-test-env deb
 	bash scripts/deb-test.sh $(DEB) $(LOCKER_DEB) $(GREETER_DEB) $(wildcard $(GREETD_DIR)/deb/greetd_*.deb)
 
 clean:

@@ -6,6 +6,7 @@ DEB=$1
 LOCKER_DEB=$2
 GREETER_DEB=$3
 GREETD_DEB=$4
+WAYLAND_PY=$5
 TERM_PY="/usr/bin/python3 /tmp/deb-test-term.py"
 PASSCODE=604917
 PASSWORD='Sys-Pass-9071'
@@ -265,7 +266,38 @@ for _ in $(seq 200); do [ -s /tmp/markers/greetd-session-puff-deb-alice ] && bre
 	|| { cat /tmp/greetd.log; stop_greetd; fail "no session after the passcode at greetd's login screen"; }
 stop_greetd
 grep -q 'agreety' /tmp/greetd.log && fail "the greeter fell back to agreety: $(cat /tmp/greetd.log)"
+# greetd's own PAM services go with it, so the end state is compared with the start.
+dpkg --purge greetd > /tmp/dpkg-greetd.log 2>&1 || { cat /tmp/dpkg-greetd.log; fail "dpkg --purge greetd"; }
 ok "greetd with the shipped example config ran the installed puff-greeter as a Wayland client under cage; the Puff passcode typed there started puff-deb-alice's session"
+
+# The installed puff-lock on Wayland: the test compositor (Tests/Wayland/lock-compositor.py, on
+# pywlroots, with ext-session-lock-v1) headless; puff-lock as puff-deb-alice locks it through the
+# package's /etc/pam.d/puff-lock and the setuid helper, and the passcode typed unlocks.
+mkdir -p /tmp/wl-runtime
+chmod 755 /tmp/wl-runtime
+"$WAYLAND_PY" /tmp/lock-compositor.py /tmp/wl-runtime 1024x768 > /tmp/wl-compositor.log 2>&1 &
+compositor=$!
+wl_command() {
+	/usr/bin/python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1]); s.sendall((sys.argv[2] + "\n").encode())
+print(s.recv(4096).decode().strip())' /tmp/wl-runtime/control "$1" 2>/dev/null || echo "(no answer)"
+}
+for _ in $(seq 300); do [ "$(wl_command state)" = unlocked ] && break; sleep 0.1; done
+[ "$(wl_command state)" = unlocked ] || { cat /tmp/wl-compositor.log; kill "$compositor"; fail "the test compositor did not start"; }
+setpriv --reuid=puff-deb-alice --regid=puff-deb-alice --init-groups env WAYLAND_DISPLAY=/tmp/wl-runtime/wayland-puff \
+	/usr/bin/puff-lock > /tmp/wl-lock.log 2>&1 &
+locker=$!
+for _ in $(seq 300); do [ "$(wl_command state)" = locked ] && break; sleep 0.1; done
+[ "$(wl_command state)" = locked ] || { cat /tmp/wl-lock.log; kill "$locker" "$compositor"; fail "the installed puff-lock did not lock the Wayland session"; }
+sleep 2
+wl_command "type $PASSCODE" > /dev/null
+lock_status=
+for _ in $(seq 200); do kill -0 "$locker" 2>/dev/null || { wait "$locker" && lock_status=0 || lock_status=$?; break; }; sleep 0.1; done
+[ "$lock_status" = 0 ] && [ "$(wl_command state)" = unlocked ] \
+	|| { cat /tmp/wl-lock.log; kill "$locker" 2>/dev/null; kill "$compositor"; fail "the passcode did not unlock the Wayland session (puff-lock status ${lock_status:-running})"; }
+kill "$compositor"
+wait "$compositor" 2>/dev/null || true
+ok "the installed puff-lock locked a Wayland session (ext-session-lock-v1) and the Puff passcode unlocked it: $(grep -o 'locked puff-deb-alice (Wayland[^)]*)' /tmp/wl-lock.log)"
 
 MANPAGER=cat MANWIDTH=80 man pam_puff > /tmp/man.txt 2>&1 || { cat /tmp/man.txt; fail "man pam_puff"; }
 grep -q 'authsucc' /tmp/man.txt || fail "man pam_puff shows no authsucc"

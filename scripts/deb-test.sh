@@ -13,6 +13,10 @@ LOCKER_DEB=$(realpath "${2:?$usage}")
 GREETER_DEB=$(realpath "${3:?$usage}")
 GREETD_DEB=$(realpath "${4:?$usage}")
 HERE=$(cd "$(dirname "$0")" && pwd)
+# The test compositor for puff-lock on Wayland (`make wayland-test-env`), run from its path:
+# the copy of / below holds it.
+WAYLAND_PY=$HERE/../build/wayland-venv/bin/python
+[ -x "$WAYLAND_PY" ] || { echo "deb-test: no $WAYLAND_PY: run make wayland-test-env"; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "deb-test: needs root (namespaces, overlayfs, chroot)"; exit 77; }
 
 # What the test could conceivably change on the host, listed with checksums.
@@ -31,10 +35,10 @@ before=$(host_state)
 
 work=$(mktemp -d /tmp/puff-debtest-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-cp "$HERE/deb-test-inside.sh" "$HERE/deb-test-term.py" "$work/"
+cp "$HERE/deb-test-inside.sh" "$HERE/deb-test-term.py" "$HERE/../Tests/Wayland/lock-compositor.py" "$work/"
 set +e
 unshare --mount --pid --fork --net --propagation private -- /bin/bash -euo pipefail -c '
-	work=$1; deb=$2; locker_deb=$3; greeter_deb=$4; greetd_deb=$5
+	work=$1; deb=$2; locker_deb=$3; greeter_deb=$4; greetd_deb=$5; wayland_py=$6
 	layer=$(mktemp -d "$work/layer-XXXXXX")  # under $work: removed with it on exit
 	mount -t tmpfs -o mode=0755 tmpfs "$layer"
 	mkdir "$layer/upper" "$layer/work" "$layer/root"
@@ -48,15 +52,16 @@ unshare --mount --pid --fork --net --propagation private -- /bin/bash -euo pipef
 	# The machine without a Swift toolchain.
 	mount -t tmpfs -o mode=0755 tmpfs "$root/opt/swift"
 	ip link set lo up
-	cp "$deb" "$locker_deb" "$greeter_deb" "$greetd_deb" "$work/deb-test-inside.sh" "$work/deb-test-term.py" "$root/tmp/"
+	cp "$deb" "$locker_deb" "$greeter_deb" "$greetd_deb" "$work/deb-test-inside.sh" "$work/deb-test-term.py" \
+		"$work/lock-compositor.py" "$root/tmp/"
 	status=0
 	chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
 		LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive /bin/bash /tmp/deb-test-inside.sh "/tmp/$(basename "$deb")" \
-		"/tmp/$(basename "$locker_deb")" "/tmp/$(basename "$greeter_deb")" "/tmp/$(basename "$greetd_deb")" || status=$?
+		"/tmp/$(basename "$locker_deb")" "/tmp/$(basename "$greeter_deb")" "/tmp/$(basename "$greetd_deb")" "$wayland_py" || status=$?
 	# The login screen as the installed greeter drew it (deb-test-inside.sh).
 	for shot in "$root"/tmp/greeter-deb-*.png; do [ -e "$shot" ] || continue; cp "$shot" "$work/"; done
 	exit $status
-' deb-test "$work" "$DEB" "$LOCKER_DEB" "$GREETER_DEB" "$GREETD_DEB"
+' deb-test "$work" "$DEB" "$LOCKER_DEB" "$GREETER_DEB" "$GREETD_DEB" "$WAYLAND_PY"
 status=$?
 set -e
 mkdir -p "$HERE/../build/screenshots"
