@@ -66,10 +66,13 @@ ok "/usr/sbin/puff-greeter --version: $greeter_version; selected: lightdm-greete
 # greeter package carries greetd's example config and the script it runs.
 for package in "$LOCKER_DEB" "$GREETER_DEB"; do
 	for library in libwayland-client0 libxkbcommon0; do
-		dpkg-deb -f "$package" Depends | grep -q "$library" || fail "$(basename "$package") does not depend on $library"
+		dpkg-deb -f "$package" Depends > /tmp/depends.txt
+		grep -q "$library" /tmp/depends.txt || fail "$(basename "$package") does not depend on $library: $(cat /tmp/depends.txt)"
 	done
 done
-ldd /usr/sbin/puff-greeter | grep -q 'libwayland-client' || fail "puff-greeter does not link libwayland-client"
+# (grep -q would stop reading early and, under pipefail, fail ldd's side of the pipe.)
+ldd /usr/sbin/puff-greeter > /tmp/greeter-ldd.txt
+grep -q 'libwayland-client' /tmp/greeter-ldd.txt || { cat /tmp/greeter-ldd.txt; fail "puff-greeter does not link libwayland-client"; }
 [ -x /usr/sbin/puff-greeter-cage ] || fail "no /usr/sbin/puff-greeter-cage"
 grep -qx 'command = "/usr/sbin/puff-greeter-cage --fallback /bin/sh"' /usr/share/doc/puff-greeter/examples/greetd-config.toml \
 	|| fail "the greetd example config does not run /usr/sbin/puff-greeter-cage"
