@@ -72,12 +72,12 @@ DEMO_DEPS   := gcc libc6-dev libpam0g-dev libsodium-dev libaudit-dev libldap2-de
 BUILD_DEPS  := $(DEMO_DEPS) pkg-config libstb-dev libchafa-dev libglib2.0-dev libx11-dev libxi-dev libxrandr-dev libcairo2-dev \
 	liblightdm-gobject-dev scdoc libwayland-dev wayland-protocols libxkbcommon-dev
 # `make test`: the servers and tools the suite starts itself (sshd, slapd, swtpm, Xvfb, LightDM
-# in test mode, Xephyr), none of them enabled; fail2ban-regex reads the log lines of real logins
+# in test mode, Xephyr, cage for the greetd greeter, with the Xwayland it insists on), none of them enabled; fail2ban-regex reads the log lines of real logins
 # with the shipped filter (docs/fail2ban).
 TEST_DEPS   := $(BUILD_DEPS) pamtester libpam-modules libpam-modules-bin strace openssh-server openssh-client sshpass tmux \
 	openssl slapd ldap-utils swtpm swtpm-tools tpm2-tools fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils \
 	x11-xserver-utils xinput lightdm xserver-xephyr dbus-daemon \
-	fail2ban python3-venv grim
+	fail2ban python3-venv grim cage xwayland
 # The campaigns (killsweep, faults, timing, login-syscalls, bench): tracing, the TPM simulator,
 # an ssh server for the timing through sshd.
 CAMPAIGN_DEPS := $(DEMO_DEPS) pamtester strace swtpm swtpm-tools tpm2-tools openssh-server openssh-client
