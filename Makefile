@@ -75,12 +75,12 @@ DEMO_DEPS   := gcc libc6-dev python3 libpam0g-dev libsodium-dev libaudit-dev lib
 BUILD_DEPS  := $(DEMO_DEPS) pkg-config libstb-dev libchafa-dev libglib2.0-dev libx11-dev libxi-dev libxrandr-dev libcairo2-dev \
 	liblightdm-gobject-dev scdoc libwayland-dev wayland-protocols libxkbcommon-dev
 # `make test`: the servers and tools the suite starts itself (sshd, slapd, swtpm, Xvfb, LightDM
-# in test mode, Xephyr), none of them enabled; fail2ban-regex reads the log lines of real logins
+# in test mode, Xephyr, cage for the greetd greeter, with the Xwayland it insists on), none of them enabled; fail2ban-regex reads the log lines of real logins
 # with the shipped filter (docs/fail2ban).
 TEST_DEPS   := $(BUILD_DEPS) pamtester libpam-modules libpam-modules-bin strace openssh-server openssh-client sshpass tmux \
 	openssl slapd ldap-utils swtpm swtpm-tools tpm2-tools fonts-dejavu-core xvfb xdotool imagemagick x11-apps x11-utils \
 	x11-xserver-utils xinput lightdm xserver-xephyr dbus-daemon \
-	fail2ban python3-venv grim
+	fail2ban python3-venv grim cage xwayland
 # The campaigns (killsweep, faults, timing, login-syscalls, bench): tracing, the TPM simulator,
 # an ssh server for the timing through sshd.
 CAMPAIGN_DEPS := $(DEMO_DEPS) pamtester strace swtpm swtpm-tools tpm2-tools openssh-server openssh-client
@@ -125,15 +125,17 @@ valgrind-deps:
 # puff-lock's Wayland client code, generated from wayland-protocols' XML by wayland-scanner
 # (Sources/CLockWayland/wayland.c includes it when present; without it, Wayland is refused).
 WAYLAND_PROTOCOLS := $(shell pkg-config --variable=pkgdatadir wayland-protocols 2>/dev/null || echo /usr/share/wayland-protocols)
+# puff-greeter's window under cage is an xdg-shell toplevel, drawn by the same code.
 SESSION_LOCK_XML  := $(WAYLAND_PROTOCOLS)/staging/ext-session-lock/ext-session-lock-v1.xml
+XDG_SHELL_XML     := $(WAYLAND_PROTOCOLS)/stable/xdg-shell/xdg-shell.xml
 WAYLAND_GENERATED := Sources/CLockWayland/generated
-wayland-protocol: $(WAYLAND_GENERATED)/ext-session-lock-v1-client.h $(WAYLAND_GENERATED)/ext-session-lock-v1-code.h
-$(WAYLAND_GENERATED)/ext-session-lock-v1-client.h: $(SESSION_LOCK_XML)
+wayland-protocol: $(foreach p,ext-session-lock-v1 xdg-shell,$(WAYLAND_GENERATED)/$(p)-client.h $(WAYLAND_GENERATED)/$(p)-code.h)
+$(WAYLAND_GENERATED)/ext-session-lock-v1-%.h: $(SESSION_LOCK_XML)
 	mkdir -p $(WAYLAND_GENERATED)
-	wayland-scanner client-header $< $@
-$(WAYLAND_GENERATED)/ext-session-lock-v1-code.h: $(SESSION_LOCK_XML)
+	wayland-scanner $(if $(filter client,$*),client-header,private-code) $< $@
+$(WAYLAND_GENERATED)/xdg-shell-%.h: $(XDG_SHELL_XML)
 	mkdir -p $(WAYLAND_GENERATED)
-	wayland-scanner private-code $< $@
+	wayland-scanner $(if $(filter client,$*),client-header,private-code) $< $@
 
 install-packages:
 	@APT_OPTIONS="$(APT_OPTIONS)" bash scripts/install-packages.sh $(PACKAGES)
@@ -489,6 +491,8 @@ install-locker-files:
 install-greeter-files:
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHAREDIR)/xgreeters $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 build/puff-greeter $(DESTDIR)$(BINDIR)/puff-greeter
+	sed 's|@BINDIR@|$(BINDIR)|' data/puff-greeter-cage > $(DESTDIR)$(BINDIR)/puff-greeter-cage
+	chmod 0755 $(DESTDIR)$(BINDIR)/puff-greeter-cage
 	sed 's|^Exec=puff-greeter|Exec=$(BINDIR)/puff-greeter|' data/puff-greeter.desktop > $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop
 	chmod 0644 $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop
 	install -d $(DESTDIR)$(SHAREDIR)/doc/puff-greeter/examples
@@ -503,7 +507,7 @@ uninstall:
 		$(DESTDIR)$(USERBINDIR)/puff-pad $(DESTDIR)/etc/pam.d/puff-enroll $(DESTDIR)/etc/pam.d/puff-pad \
 		$(DESTDIR)$(SHAREDIR)/pam-configs/puff $(DESTDIR)$(SHAREDIR)/pam-configs/puff-authsucc \
 		$(DESTDIR)$(USERBINDIR)/puff-lock $(DESTDIR)/etc/pam.d/puff-lock \
-		$(DESTDIR)$(BINDIR)/puff-greeter $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop \
+		$(DESTDIR)$(BINDIR)/puff-greeter $(DESTDIR)$(BINDIR)/puff-greeter-cage $(DESTDIR)$(SHAREDIR)/xgreeters/puff-greeter.desktop \
 		$(DESTDIR)$(SHAREDIR)/doc/puff-greeter/examples/greetd-config.toml
 	for page in $(MANPAGES) $(LOCKER_MANPAGES) $(GREETER_MANPAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${page##*.}/$$page; done
 	for tool in puff-enroll puff-pad puff-lock; do rm -f $(DESTDIR)$(SHAREDIR)/bash-completion/completions/$$tool \
@@ -533,8 +537,8 @@ deb: deps
 
 # Installs the package in a throwaway overlay copy of / (never on this machine), without the
 # Swift toolchain, and logs in through it (scripts/deb-test.sh).
-deb-test: test-deps deb
-	bash scripts/deb-test.sh $(DEB) $(LOCKER_DEB) $(GREETER_DEB)
+deb-test: test-deps greetd-test-env wayland-test-env deb
+	bash scripts/deb-test.sh $(DEB) $(LOCKER_DEB) $(GREETER_DEB) $(wildcard $(GREETD_DIR)/deb/greetd_*.deb)
 
 clean:
 	rm -rf build .build .build-embedded .build-cli .build-fuzz .build-tsan

@@ -5,6 +5,8 @@ set -euo pipefail
 DEB=$1
 LOCKER_DEB=$2
 GREETER_DEB=$3
+GREETD_DEB=$4
+WAYLAND_PY=$5
 TERM_PY="/usr/bin/python3 /tmp/deb-test-term.py"
 PASSCODE=604917
 PASSWORD='Sys-Pass-9071'
@@ -60,6 +62,21 @@ grep -qx 'Exec=/usr/sbin/puff-greeter' /usr/share/xgreeters/puff-greeter.desktop
 	|| fail "/usr/share/xgreeters/lightdm-greeter.desktop does not lead to puff-greeter.desktop"
 grep -q '^greeter-session=lightdm-greeter' /usr/share/lightdm/lightdm.conf.d/01_debian.conf || fail "Debian's LightDM does not use the alternative"
 ok "/usr/sbin/puff-greeter --version: $greeter_version; selected: lightdm-greeter -> puff-greeter.desktop (was ${alternative_before:-none})"
+# The Wayland parts: both programs are Wayland clients (libwayland-client, xkbcommon), and the
+# greeter package carries greetd's example config and the script it runs.
+for package in "$LOCKER_DEB" "$GREETER_DEB"; do
+	for library in libwayland-client0 libxkbcommon0; do
+		dpkg-deb -f "$package" Depends > /tmp/depends.txt
+		grep -q "$library" /tmp/depends.txt || fail "$(basename "$package") does not depend on $library: $(cat /tmp/depends.txt)"
+	done
+done
+# (grep -q would stop reading early and, under pipefail, fail ldd's side of the pipe.)
+ldd /usr/sbin/puff-greeter > /tmp/greeter-ldd.txt
+grep -q 'libwayland-client' /tmp/greeter-ldd.txt || { cat /tmp/greeter-ldd.txt; fail "puff-greeter does not link libwayland-client"; }
+[ -x /usr/sbin/puff-greeter-cage ] || fail "no /usr/sbin/puff-greeter-cage"
+grep -qx 'command = "/usr/sbin/puff-greeter-cage --fallback /bin/sh"' /usr/share/doc/puff-greeter/examples/greetd-config.toml \
+	|| fail "the greetd example config does not run /usr/sbin/puff-greeter-cage"
+ok "puff-lock and puff-greeter depend on libwayland-client0 and libxkbcommon0; greetd's example config runs /usr/sbin/puff-greeter-cage"
 [ "$(stat -c '%a %U' /usr/sbin/puff-check)" = "4755 root" ] || fail "puff-check is not setuid root"
 ok "puff-check is 4755 root"
 module=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)/security/pam_puff.so
@@ -206,6 +223,84 @@ for _ in $(seq 150); do [ -s /tmp/markers/session-puff-deb-alice ] && break; sle
 	|| { cat "$greeter_log"; grep -iE 'fail|unable|error|exited' /var/log/lightdm/lightdm.log; grep -v DEBUG /tmp/lightdm.out | tail -20; stop_lightdm; fail "no session after the passcode at the login screen"; }
 stop_lightdm
 ok "LightDM started the installed puff-greeter (the alternative); the Puff passcode typed there started puff-deb-alice's session"
+
+# The login screen on Wayland: Debian 12's greetd package, with the example config as shipped
+# (puff-greeter-cage: puff-greeter a Wayland window under cage) except for the terminal (no VT
+# is taken: vt = "current", switch = false) and cage's environment: its x11 backend draws into
+# an Xvfb window, through which xdotool types. PAM: Debian's greetd service (login, common-auth
+# with Puff enabled above).
+dpkg -i "$GREETD_DEB" > /tmp/dpkg-greetd.log 2>&1 || { cat /tmp/dpkg-greetd.log; fail "dpkg -i greetd"; }
+mkdir -p /usr/share/wayland-sessions /tmp/greetd-runtime
+chown _greetd /tmp/greetd-runtime
+chmod 0700 /tmp/greetd-runtime
+printf '#!/bin/sh\nid -un > /tmp/markers/greetd-session-$(id -un)\n' > /tmp/greetd-session
+chmod 755 /tmp/greetd-session
+printf '[Desktop Entry]\nName=deb-test\nExec=/tmp/greetd-session\nType=Application\n' > /usr/share/wayland-sessions/puff-deb-test.desktop
+sed -e 's|^vt = 7$|vt = "current"\nswitch = false|' \
+	-e 's|^command = "|command = "env DISPLAY=:94 WLR_BACKENDS=x11 WLR_RENDERER=pixman XDG_RUNTIME_DIR=/tmp/greetd-runtime |' \
+	/usr/share/doc/puff-greeter/examples/greetd-config.toml > /etc/greetd/config.toml
+grep -q 'puff-greeter-cage --fallback /bin/sh"$' /etc/greetd/config.toml || { cat /etc/greetd/config.toml; fail "the example config changed shape"; }
+Xvfb :94 -screen 0 1024x768x24 -nolisten tcp > /tmp/xvfb-greetd.log 2>&1 &
+xvfb=$!
+for _ in $(seq 50); do DISPLAY=:94 xdpyinfo > /dev/null 2>&1 && break; sleep 0.1; done
+greetd < /dev/null > /tmp/greetd.log 2>&1 &
+greetd=$!
+stop_greetd() {
+	kill "$greetd" 2>/dev/null || true
+	for _ in $(seq 100); do kill -0 "$greetd" 2>/dev/null || break; sleep 0.1; done
+	kill "$xvfb" 2>/dev/null || true
+}
+for _ in $(seq 200); do pgrep -u _greetd -x puff-greeter > /dev/null && [ -S /tmp/greetd-runtime/wayland-0 ] && break; sleep 0.1; done
+pgrep -u _greetd -x cage > /dev/null || { cat /tmp/greetd.log; stop_greetd; fail "greetd did not start cage"; }
+pgrep -u _greetd -x puff-greeter > /dev/null || { cat /tmp/greetd.log; stop_greetd; fail "greetd did not start puff-greeter under cage"; }
+tr '\0' ' ' < "/proc/$(pgrep -u _greetd -x puff-greeter | head -1)/environ" | grep -q 'WAYLAND_DISPLAY=' \
+	|| { stop_greetd; fail "puff-greeter under cage has no WAYLAND_DISPLAY"; }
+sleep 2
+greetd_shot() { setpriv --reuid=_greetd --regid="$(id -g _greetd)" --clear-groups env XDG_RUNTIME_DIR=/tmp/greetd-runtime WAYLAND_DISPLAY=wayland-0 grim - > "/tmp/greeter-deb-greetd-$1.png"; }
+greetd_shot users || { stop_greetd; fail "grim could not take cage's screen"; }
+DISPLAY=:94 xdotool type --delay 40 puff-deb-alice
+DISPLAY=:94 xdotool key Return
+sleep 2
+DISPLAY=:94 xdotool type --delay 40 "$PASSCODE"
+greetd_shot passcode || true
+DISPLAY=:94 xdotool key Return
+for _ in $(seq 200); do [ -s /tmp/markers/greetd-session-puff-deb-alice ] && break; sleep 0.1; done
+[ "$(cat /tmp/markers/greetd-session-puff-deb-alice 2>/dev/null)" = puff-deb-alice ] \
+	|| { cat /tmp/greetd.log; stop_greetd; fail "no session after the passcode at greetd's login screen"; }
+stop_greetd
+grep -q 'agreety' /tmp/greetd.log && fail "the greeter fell back to agreety: $(cat /tmp/greetd.log)"
+# greetd's own PAM services go with it, so the end state is compared with the start.
+dpkg --purge greetd > /tmp/dpkg-greetd.log 2>&1 || { cat /tmp/dpkg-greetd.log; fail "dpkg --purge greetd"; }
+ok "greetd with the shipped example config ran the installed puff-greeter as a Wayland client under cage; the Puff passcode typed there started puff-deb-alice's session"
+
+# The installed puff-lock on Wayland: the test compositor (Tests/Wayland/lock-compositor.py, on
+# pywlroots, with ext-session-lock-v1) headless; puff-lock as puff-deb-alice locks it through the
+# package's /etc/pam.d/puff-lock and the setuid helper, and the passcode typed unlocks.
+mkdir -p /tmp/wl-runtime
+chmod 755 /tmp/wl-runtime
+"$WAYLAND_PY" /tmp/lock-compositor.py /tmp/wl-runtime 1024x768 > /tmp/wl-compositor.log 2>&1 &
+compositor=$!
+wl_command() {
+	/usr/bin/python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1]); s.sendall((sys.argv[2] + "\n").encode())
+print(s.recv(4096).decode().strip())' /tmp/wl-runtime/control "$1" 2>/dev/null || echo "(no answer)"
+}
+for _ in $(seq 300); do [ "$(wl_command state)" = unlocked ] && break; sleep 0.1; done
+[ "$(wl_command state)" = unlocked ] || { cat /tmp/wl-compositor.log; kill "$compositor"; fail "the test compositor did not start"; }
+setpriv --reuid=puff-deb-alice --regid=puff-deb-alice --init-groups env WAYLAND_DISPLAY=/tmp/wl-runtime/wayland-puff \
+	/usr/bin/puff-lock > /tmp/wl-lock.log 2>&1 &
+locker=$!
+for _ in $(seq 300); do [ "$(wl_command state)" = locked ] && break; sleep 0.1; done
+[ "$(wl_command state)" = locked ] || { cat /tmp/wl-lock.log; kill "$locker" "$compositor"; fail "the installed puff-lock did not lock the Wayland session"; }
+sleep 2
+wl_command "type $PASSCODE" > /dev/null
+lock_status=
+for _ in $(seq 200); do kill -0 "$locker" 2>/dev/null || { wait "$locker" && lock_status=0 || lock_status=$?; break; }; sleep 0.1; done
+[ "$lock_status" = 0 ] && [ "$(wl_command state)" = unlocked ] \
+	|| { cat /tmp/wl-lock.log; kill "$locker" 2>/dev/null; kill "$compositor"; fail "the passcode did not unlock the Wayland session (puff-lock status ${lock_status:-running})"; }
+kill "$compositor"
+wait "$compositor" 2>/dev/null || true
+ok "the installed puff-lock locked a Wayland session (ext-session-lock-v1) and the Puff passcode unlocked it: $(grep -o 'locked puff-deb-alice (Wayland[^)]*)' /tmp/wl-lock.log)"
 
 MANPAGER=cat MANWIDTH=80 man pam_puff > /tmp/man.txt 2>&1 || { cat /tmp/man.txt; fail "man pam_puff"; }
 grep -q 'authsucc' /tmp/man.txt || fail "man pam_puff shows no authsucc"

@@ -36,12 +36,86 @@ extension LockDisplay: LockScreenDisplay {
     package func makeRenderer() -> LockRenderer { LockRenderer(display: self) }
 }
 
+/// Where a Wayland renderer draws: two frames at the screen's size, shown one after the other
+/// (puff-lock's child hands them to its parent; puff-greeter's window to the compositor).
+package protocol FrameTarget: AnyObject {
+    var width: Int { get }
+    var height: Int { get }
+    /// The frame to draw the next picture into; nil before the size is known.
+    func canvas() -> OpaquePointer?
+    /// The frame from `canvas()` is drawn: show it.
+    func present()
+}
+
+/// Two XRGB8888 frames in one sealed memfd (`puff_frame_file`), each a cairo image surface.
+package final class FramePair {
+    private var mapping: UnsafeMutableRawPointer?
+    private var mappedSize = 0
+    private var surfaces: [OpaquePointer] = []
+    package private(set) var size = (width: 0, height: 0)
+    package private(set) var stride = 0
+    /// The frame drawn into next (0 or 1).
+    package private(set) var next = 0
+
+    package init() {}
+
+    deinit { release() }
+
+    package func release() {
+        for surface in surfaces { cairo_surface_destroy(surface) }
+        surfaces = []
+        if let mapping { munmap(mapping, mappedSize) }
+        mapping = nil
+        mappedSize = 0
+        size = (0, 0)
+    }
+
+    /// Whether the pair is made for this size.
+    package func fits(_ width: Int, _ height: Int) -> Bool { surfaces.count == 2 && size == (width, height) }
+
+    /// Makes a new pair of `width` × `height`; returns its file (the caller passes it on and
+    /// closes it), or -1 when no memory could be had.
+    package func make(width: Int, height: Int) -> Int32 {
+        release()
+        let stride = Int(cairo_format_stride_for_width(CAIRO_FORMAT_RGB24, Int32(clamping: width)))
+        let (frame, overflow) = stride.multipliedReportingOverflow(by: height)
+        guard width > 0, height > 0, stride > 0, !overflow, frame <= Int(Int32.max) / 2 else { return -1 }
+        let file = puff_frame_file(2 * frame)
+        guard file >= 0 else { return -1 }
+        guard let memory = mmap(nil, 2 * frame, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0), memory != MAP_FAILED else {
+            close(file)
+            return -1
+        }
+        mapping = memory
+        mappedSize = 2 * frame
+        for index in 0..<2 {
+            let data = memory.advanced(by: index * frame).assumingMemoryBound(to: UInt8.self)
+            guard let surface = cairo_image_surface_create_for_data(data, CAIRO_FORMAT_RGB24, Int32(width), Int32(height), Int32(stride)) else {
+                release()
+                close(file)
+                return -1
+            }
+            surfaces.append(surface)
+        }
+        size = (width, height)
+        self.stride = stride
+        next = 0
+        return file
+    }
+
+    /// The surface of the frame drawn into next.
+    package var current: OpaquePointer? { surfaces.count == 2 ? surfaces[next] : nil }
+
+    /// The current frame is shown: the next drawing goes into the other one.
+    package func flip() { next = 1 - next }
+}
+
 /// puff-lock's authentication child on Wayland. Only the process that asked for the lock can
 /// give the compositor a lock surface, so this one draws into two frames in a sealed memfd it
 /// passes to the locking parent (`frames`), says which one is ready (`frame`), and the parent
 /// shows it on the lock screen's output. Input and the output's size come from the parent over
 /// the same channel as on X11 (`LockChannel`); this process has no Wayland connection.
-package final class LockFrames: LockScreenDisplay {
+package final class LockFrames: LockScreenDisplay, FrameTarget {
     /// The socket to the locking parent (descriptor 3).
     package let channel: Int32
     /// The lock screen's size, from the parent's `configure` (0 until it comes).
@@ -49,24 +123,10 @@ package final class LockFrames: LockScreenDisplay {
     package private(set) var height = 0
     private var parentLocked = false
     private var saidBusy = false
-    private var mapping: UnsafeMutableRawPointer?
-    private var mappedSize = 0
-    private var surfaces: [OpaquePointer] = []
-    private var surfacesFor = (width: 0, height: 0)
-    private var next = 0
+    private let frames = FramePair()
 
     package init(channel: Int32) {
         self.channel = channel
-    }
-
-    deinit { release() }
-
-    private func release() {
-        for surface in surfaces { cairo_surface_destroy(surface) }
-        surfaces = []
-        if let mapping { munmap(mapping, mappedSize) }
-        mapping = nil
-        mappedSize = 0
     }
 
     package func primaryMonitor() -> LockRect {
@@ -154,44 +214,26 @@ package final class LockFrames: LockScreenDisplay {
     /// the size is known or when no memory could be had.
     package func canvas() -> OpaquePointer? {
         guard width > 0, height > 0 else { return nil }
-        if surfacesFor != (width, height) || surfaces.count != 2 {
-            release()
-            let stride = Int(cairo_format_stride_for_width(CAIRO_FORMAT_RGB24, Int32(width)))
-            let (frame, overflow) = stride.multipliedReportingOverflow(by: height)
-            guard stride > 0, !overflow, frame <= Int(Int32.max) / 2 else { return nil }
-            let file = puff_frame_file(2 * frame)
+        if !frames.fits(width, height) {
+            let file = frames.make(width: width, height: height)
             guard file >= 0 else { return nil }
             defer { close(file) }
-            guard let memory = mmap(nil, 2 * frame, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0),
-                  memory != MAP_FAILED else { return nil }
-            mapping = memory
-            mappedSize = 2 * frame
-            for index in 0..<2 {
-                let data = memory.advanced(by: index * frame).assumingMemoryBound(to: UInt8.self)
-                guard let surface = cairo_image_surface_create_for_data(data, CAIRO_FORMAT_RGB24, Int32(width), Int32(height), Int32(stride)) else {
-                    release()
-                    return nil
-                }
-                surfaces.append(surface)
-            }
-            var record = LockChannel.Record(kind: .frames, sizes: (UInt32(width), UInt32(height), UInt32(stride)))
+            var record = LockChannel.Record(kind: .frames, sizes: (UInt32(width), UInt32(height), UInt32(frames.stride)))
             guard LockChannel.send(channel, &record, descriptor: file) else {
-                release()
+                frames.release()
                 return nil
             }
-            surfacesFor = (width, height)
-            next = 0
         }
-        return surfaces[next]
+        return frames.current
     }
 
     /// The frame from `canvas()` is drawn: the parent shows it; the next one is drawn into
     /// the other frame.
     package func present() {
-        guard surfaces.count == 2 else { return }
+        guard frames.current != nil else { return }
         var record = LockChannel.Record(kind: .frame)
-        withUnsafeMutableBytes(of: &record.bytes) { $0[1] = UInt8(next) }
+        withUnsafeMutableBytes(of: &record.bytes) { $0[1] = UInt8(frames.next) }
         LockChannel.send(channel, &record)
-        next = 1 - next
+        frames.flip()
     }
 }

@@ -94,8 +94,8 @@ package struct TemplateOverlay {
 package final class LockRenderer {
     /// X11: the window drawn into; nil on Wayland.
     private let display: LockDisplay?
-    /// Wayland: the frames handed to the locking parent; nil on X11.
-    private let frames: LockFrames?
+    /// Wayland: the frames drawn into (puff-lock's child, puff-greeter's window); nil on X11.
+    private let frames: (any FrameTarget)?
     private var pixmap: Pixmap = 0
     private var surface: OpaquePointer?
     private var size = (width: 0, height: 0)
@@ -124,8 +124,8 @@ package final class LockRenderer {
         gc = XCreateGC(display.display, display.window, 0, nil)
     }
 
-    /// Draws into the frames of puff-lock's Wayland child.
-    package init(frames: LockFrames) {
+    /// Draws into Wayland frames (puff-lock's child, puff-greeter's window).
+    package init(frames: any FrameTarget) {
         display = nil
         self.frames = frames
         gc = nil

@@ -14,13 +14,13 @@ import PuffScreen
 /// asked again (the module's message on the next screen, counted by the module as anywhere
 /// else); Esc on an empty screen goes back to the user list.
 final class GreeterFlow {
-    let display: LockDisplay
+    let display: any GreeterScreen
     let connection: any GreeterDaemon
     let directory: String
     let printLayout: Bool
     let chooser: UserChooser
 
-    init(display: LockDisplay, connection: any GreeterDaemon, directory: String, printLayout: Bool) {
+    init(display: any GreeterScreen, connection: any GreeterDaemon, directory: String, printLayout: Bool) {
         self.display = display
         self.connection = connection
         self.directory = directory

@@ -10,7 +10,7 @@ import PuffScreen
 /// ←/→ or F2 change the session, Enter logs in as the chosen user, Esc clears the name.
 /// Pointer: a click on a user logs in as that user, on the session row changes it.
 final class UserChooser {
-    let display: LockDisplay
+    let display: any GreeterScreen
     let renderer: LockRenderer
     let users: [UserChoice]
     let sessions: [SessionChoice]
@@ -24,16 +24,16 @@ final class UserChooser {
     private var offset = 0
     private var announcedOffset = 0
     private var typed = ""
-    private var keys: [KeySym] = []
+    private var keys: [UInt] = []
     /// The renderer draws strokes on every screen; this one has none.
     private let noStrokes = StrokeBuffer()
     /// Messages for the next screen (a session that failed to start).
     var messages: [LockScene.Message] = []
 
-    init(display: LockDisplay, users: [UserChoice], sessions: [SessionChoice], defaultSession: String?,
+    init(display: any GreeterScreen, users: [UserChoice], sessions: [SessionChoice], defaultSession: String?,
          selectedUser: String?, host: String, printLayout: Bool) {
         self.display = display
-        renderer = LockRenderer(display: display)
+        renderer = display.makeRenderer()
         self.users = users
         self.sessions = sessions
         self.host = host

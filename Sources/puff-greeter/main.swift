@@ -1,11 +1,13 @@
-// puff-greeter: a LightDM greeter that shows Puff's picture password and keypad exactly as
-// puff-lock does (PuffScreen), at the login screen. LightDM starts it as its own account
-// (`lightdm` on Debian) on the X server of the seat; the daemon runs PAM and relays each
-// prompt and message here, and this program answers them (liblightdm-gobject-1).
+// puff-greeter: a LightDM or greetd greeter that shows Puff's picture password and keypad
+// exactly as puff-lock does (PuffScreen), at the login screen. LightDM starts it as its own
+// account (`lightdm` on Debian) on the X server of the seat; greetd starts it as its greeter
+// account, under cage (a Wayland window). The daemon runs PAM and relays each prompt and
+// message here, and this program answers them (liblightdm-gobject-1, or greetd's IPC).
 //
-//   puff-greeter [--dir DIRECTORY] [--print-layout]
+//   puff-greeter [--greetd [--sessions DIRECTORY]] [--backend x11|wayland] [--dir DIRECTORY] [--print-layout]
 //
 // --dir: the Puff directory whose pictures/ it shows (default /etc/puff, like puff-lock).
+// --backend: an X11 or a Wayland window (default: Wayland when WAYLAND_DISPLAY is set).
 // --print-layout: where the rows, the picture and the buttons are, on stderr (tests).
 import CLockX
 import Glibc
@@ -20,6 +22,7 @@ var directory = "/etc/puff"
 var printLayout = false
 var greetd = false
 var sessionDirectory: String?
+var backend: String?
 var remaining = arguments.makeIterator()
 while let argument = remaining.next() {
     switch argument {
@@ -39,15 +42,22 @@ while let argument = remaining.next() {
             exit(2)
         }
         sessionDirectory = value
+    case "--backend":
+        guard let value = remaining.next(), value == "x11" || value == "wayland" else {
+            Report.warn("--backend takes x11 or wayland")
+            exit(2)
+        }
+        backend = value
     case "--version":
         print("puff-greeter \(BuildInfo.version)")
         exit(0)
     case "--help", "-h":
         print("""
-            usage: puff-greeter [--greetd [--sessions DIRECTORY]] [--dir DIRECTORY] [--print-layout]
+            usage: puff-greeter [--greetd [--sessions DIRECTORY]] [--backend x11|wayland] [--dir DIRECTORY] [--print-layout]
             A LightDM greeter for Puff's picture password and passcode; LightDM starts it
             (greeter-session=puff-greeter). With --greetd it speaks greetd's IPC over
-            $GREETD_SOCK instead (an X11 client: under cage, through Xwayland). See puff-greeter(8).
+            $GREETD_SOCK instead, as a Wayland window under cage. A Wayland window when
+            WAYLAND_DISPLAY is set, else an X11 one (--backend chooses). See puff-greeter(8).
             """)
         exit(0)
     default:
@@ -64,9 +74,24 @@ guard puff_forbid_dumps() == 0 else {
 }
 // A peer that is gone must not take the greeter with it.
 signal(SIGPIPE, SIG_IGN)
+// A crash ends the greeter at once, as puff-lock's processes do, so greetd's fallback
+// (puff-greeter-cage) starts rather than a frozen screen waiting in Swift's backtracer.
+for crash in [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP] { signal(crash, SIG_DFL) }
 
 do {
-    let display = try LockDisplay()
+    let waylandSet = getenv("WAYLAND_DISPLAY").map { $0.pointee != 0 } ?? false
+    let wayland: Bool = backend.map { $0 == "wayland" } ?? waylandSet
+    let display: any GreeterScreen
+    if wayland {
+        let window = try WaylandWindow(title: "puff-greeter", background: LockTheme.dark.backgroundPixel)
+        try window.show()
+        if printLayout { Report.raw("puff-greeter: a Wayland window \(window.width)x\(window.height)\n") }
+        display = window
+    } else {
+        let window = try LockDisplay()
+        window.show()
+        display = window
+    }
     let connection: any GreeterDaemon
     if greetd {
         // --sessions: the sessions' .desktop files (Wayland ones) instead of the system's.
@@ -74,9 +99,17 @@ do {
     } else {
         connection = try LightDMConnection()
     }
-    display.show()
     GreeterFlow(display: display, connection: connection, directory: directory, printLayout: printLayout).run()
 } catch {
     Report.warn("\(error)")
     exit(1)
 }
+
+/// The greeter's screen: an X11 window (LightDM) or a Wayland one (greetd under cage).
+protocol GreeterScreen: LockScreenDisplay {
+    /// Called with the key symbol of a key that types nothing; true when it was used.
+    var otherKey: ((UInt) -> Bool)? { get set }
+}
+
+extension LockDisplay: GreeterScreen {}
+extension WaylandWindow: GreeterScreen {}

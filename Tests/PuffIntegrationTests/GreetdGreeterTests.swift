@@ -21,7 +21,16 @@ struct GreetdGreeterTests {
         var greeterLog: String { (try? String(contentsOfFile: work + "/greeter.log", encoding: .utf8)) ?? "" }
         var greetdLog: String { (try? String(contentsOfFile: work + "/greetd.log", encoding: .utf8)) ?? "" }
 
-        init(fixture: Fixture, server: LockScreenTests.XServer) throws {
+        /// The greeter as an X11 client on `server`, or as greetd's shipped config runs it: the
+        /// shipped data/puff-greeter-cage (puff-greeter a Wayland window under Debian 12's cage,
+        /// agreety if it fails), cage drawing into an X11 window on `server` (its x11 backend:
+        /// xdotool's input reaches the greeter through cage). `auth`: greetd's auth lines
+        /// (default: the fixture's Puff line only).
+        let underCage: Bool
+        var runtime: String { work + "/runtime" }
+
+        init(fixture: Fixture, server: LockScreenTests.XServer, underCage: Bool = false, auth: String? = nil) throws {
+            self.underCage = underCage
             guard FileManager.default.isExecutableFile(atPath: GreetdGreeterTests.greetdBinary) else {
                 throw PadTestError("no greetd at \(GreetdGreeterTests.greetdBinary): run `make greetd-test-env`")
             }
@@ -30,23 +39,37 @@ struct GreetdGreeterTests {
             let work = String(cString: made)
             self.work = work
             chmod(work, 0o755)
-            for directory in ["sessions", "markers", "pam.d"] {
+            for directory in ["sessions", "markers", "pam.d", "runtime"] {
                 try FileManager.default.createDirectory(atPath: work + "/" + directory, withIntermediateDirectories: true)
             }
             chmod(work + "/markers", 0o1777)
+            // cage's XDG_RUNTIME_DIR, the greeter account's own, as pam_systemd would make it.
+            chmod(work + "/runtime", 0o700)
+            chown(work + "/runtime", 65534, 65534)
             func write(_ name: String, _ text: String, mode: Int = 0o644) throws {
                 try text.write(toFile: work + "/" + name, atomically: false, encoding: .utf8)
                 chmod(work + "/" + name, mode_t(mode))
             }
-            let auth = try String(contentsOfFile: fixture.pamDirectory + "/puff-test", encoding: .utf8)
+            let auth = try auth ?? String(contentsOfFile: fixture.pamDirectory + "/puff-test", encoding: .utf8)
                 .split(separator: "\n").filter { $0.hasPrefix("auth") }.joined(separator: "\n")
             try write("pam.d/greetd", auth + "\naccount required pam_permit.so\nsession required pam_permit.so\n")
             try write("pam.d/greetd-greeter", "auth required pam_permit.so\naccount required pam_permit.so\nsession required pam_permit.so\n")
             try write("session.sh", "#!/bin/sh\nid -un > \(work)/markers/session\n", mode: 0o755)
             try write("sessions/puff-test.desktop", "[Desktop Entry]\nName=Puff test session\nExec=\(work)/session.sh\n")
             try write("greeter.log", "", mode: 0o666)
-            try write("greeter.sh", "#!/bin/sh\nexec /usr/bin/env DISPLAY=\(server.display) '\(GreeterTests.greeterBinary)' --greetd "
-                      + "--dir '\(fixture.etc)' --print-layout --sessions '\(work)/sessions' 2>>'\(work)/greeter.log'\n", mode: 0o755)
+            if underCage {
+                let shipped = try String(contentsOfFile: GreetdGreeterTests.cageScript, encoding: .utf8)
+                    .replacingOccurrences(of: "@BINDIR@", with: (GreeterTests.greeterBinary as NSString).deletingLastPathComponent)
+                try write("puff-greeter-cage", shipped, mode: 0o755)
+                // agreety from the same unpacked greetd package.
+                let agreety = (GreetdGreeterTests.greetdBinary as NSString).deletingLastPathComponent
+                try write("greeter.sh", "#!/bin/sh\nexport DISPLAY=\(server.display) WLR_BACKENDS=x11 WLR_RENDERER=pixman XDG_RUNTIME_DIR=\(work)/runtime "
+                          + "PATH=\(agreety):$PATH\nexec '\(work)/puff-greeter-cage' "
+                          + "--dir '\(fixture.etc)' --print-layout --sessions '\(work)/sessions' 2>>'\(work)/greeter.log'\n", mode: 0o755)
+            } else {
+                try write("greeter.sh", "#!/bin/sh\nexec /usr/bin/env DISPLAY=\(server.display) '\(GreeterTests.greeterBinary)' --greetd "
+                          + "--dir '\(fixture.etc)' --print-layout --sessions '\(work)/sessions' 2>>'\(work)/greeter.log'\n", mode: 0o755)
+            }
             try write("config.toml", """
                 [terminal]
                 vt = "current"
@@ -82,6 +105,40 @@ struct GreetdGreeterTests {
             return false
         }
 
+        /// What cage shows, as grim (wlr-screencopy) takes it, saved as
+        /// build/screenshots/greetd-cage-NAME.png.
+        func grim(_ name: String) throws {
+            let shot = work + "/markers/grim.png"
+            let result = try run("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/env",
+                                                      "XDG_RUNTIME_DIR=\(runtime)", "WAYLAND_DISPLAY=wayland-0", "/usr/bin/grim", shot])
+            #expect(result.status == 0, "grim: \(result.errors)")
+            try FileManager.default.createDirectory(atPath: LockScreenTests.screenshots, withIntermediateDirectories: true)
+            let path = LockScreenTests.screenshots + "/greetd-cage-" + name + ".png"
+            try? FileManager.default.removeItem(atPath: path)
+            try FileManager.default.moveItem(atPath: shot, toPath: path)
+        }
+
+        /// The processes under greetd (the pid it was started as) whose command is `name`.
+        func descendants(named name: String) -> [pid_t] {
+            var parents: [pid_t: pid_t] = [:], commands: [pid_t: String] = [:]
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+                guard let id = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                      let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { continue }
+                commands[id] = String(stat[stat.index(after: open)..<close])
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                if fields.count > 1, let parent = pid_t(fields[1]) { parents[id] = parent }
+            }
+            return commands.filter { $0.value == name }.keys.filter { id in
+                var current = id
+                for _ in 0..<64 {
+                    guard let parent = parents[current], parent > 1 else { return false }
+                    if parent == pid { return true }
+                    current = parent
+                }
+                return false
+            }
+        }
+
         func marker(timeout: Double = 30) -> String? {
             let deadline = Date().addingTimeInterval(timeout)
             while Date() < deadline {
@@ -113,6 +170,96 @@ struct GreetdGreeterTests {
         try server.xdotool(["key", "Return"])
         #expect(greetd.marker() == user + "\n", "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
         #expect(try fixture.failures(user) == 0)
+    }
+
+    static let cageScript = Artefacts.repository.appendingPathComponent("data/puff-greeter-cage").path
+
+    /// Under cage, as the shipped config runs it: puff-greeter is a Wayland client (it says
+    /// so), xdotool's keys and pointer reach it through cage, a wrong passcode is counted and
+    /// the drawn gesture starts the session.
+    @Test func aPuffUserLogsInThroughRealGreetdUnderCage() throws {
+        let user = try GreeterTests.account("puff-it-gr-gina")
+        let fixture = try GreeterTests.enrolledStore(user)
+        let server = try LockScreenTests.XServer()
+        let greetd = try RealGreetd(fixture: fixture, server: server, underCage: true)
+        #expect(greetd.waitFor("users ready"), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        #expect(greetd.greeterLog.contains("puff-greeter: a Wayland window"), "\(greetd.greeterLog)")
+        try greetd.grim("users")
+        try server.xdotool(["type", "--delay", "30", user])
+        try server.xdotool(["key", "Return"])
+        #expect(greetd.waitFor("screen ready"), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        try greetd.grim("picture")
+        try server.xdotool(["type", "--delay", "30", "111333"])
+        try server.xdotool(["key", "Return"])
+        #expect(greetd.waitFor("screen ready", count: 2), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        #expect(greetd.greeterLog.contains(GreeterTests.passcodeRefusal), "\(greetd.greeterLog)")
+        #expect(try fixture.failures(user) == 1)
+        #expect(greetd.marker(timeout: 0.5) == nil)
+        try LockScreenTests.draw(server, layoutText: greetd.greeterLog, GestureLoginTests.genuine)
+        usleep(300_000)
+        try greetd.grim("drawn")
+        try server.xdotool(["key", "Return"])
+        #expect(greetd.marker() == user + "\n", "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        #expect(try fixture.failures(user) == 0)
+        #expect(!greetd.greeterLog.contains("agreety"), "\(greetd.greeterLog)")
+    }
+
+    /// A user with no Puff record, through the stack pam-auth-update gives common-auth
+    /// (pam.d/puff-else-password: Puff with nullok_prompt, then pam_unix try_first_pass): the
+    /// system password typed into puff-greeter under cage logs in; a wrong one does not.
+    @Test func aPasswordUserLogsInThroughRealGreetdUnderCage() throws {
+        let user = try GreeterTests.account("puff-it-gr-walt")
+        #expect(try Hermetic.setPassword(user, "Walt-pass-2026").status == 0)
+        let fixture = try GreeterTests.enrolledStore(try GreeterTests.account("puff-it-gr-gina"))
+        let module = "\(Artefacts.module) dir=\(fixture.etc) state_dir=\(fixture.state) conf=\(fixture.conf) nodelay helper=\(Artefacts.helper)"
+        let shipped = try String(contentsOf: Artefacts.repository.appendingPathComponent("pam.d/puff-else-password"), encoding: .utf8)
+        let auth = shipped.split(separator: "\n").filter { $0.hasPrefix("auth") }
+            .map { $0.replacingOccurrences(of: "pam_puff.so", with: module) }.joined(separator: "\n")
+        let server = try LockScreenTests.XServer()
+        let greetd = try RealGreetd(fixture: fixture, server: server, underCage: true, auth: auth)
+        #expect(greetd.waitFor("users ready"), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        try server.xdotool(["type", "--delay", "30", user])
+        try server.xdotool(["key", "Return"])
+        #expect(greetd.waitFor("screen ready"), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        #expect(greetd.greeterLog.contains("puff-lock: picture none"), "\(greetd.greeterLog)")
+        try server.xdotool(["type", "--delay", "30", "Walt-wrong-2026"])
+        try server.xdotool(["key", "Return"])
+        #expect(greetd.waitFor("screen ready", count: 2), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        #expect(greetd.marker(timeout: 0.5) == nil)
+        try server.xdotool(["type", "--delay", "30", "Walt-pass-2026"])
+        try greetd.grim("password")
+        try server.xdotool(["key", "Return"])
+        #expect(greetd.marker() == user + "\n", "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+    }
+
+    /// The shipped fallback (data/puff-greeter-cage): puff-greeter crashing under cage
+    /// (SIGSEGV) starts greetd's agreety, so the machine still has a login screen; cage alone
+    /// exits 0 whatever its client did, so a plain `cage … || agreety` never falls back. The
+    /// greeter resets the crash signals: Swift's backtracer caught a SIGSEGV sent by kill(2),
+    /// printed a backtrace and let the greeter go on, so no fallback came.
+    @Test func aCrashedGreeterUnderCageFallsBackToAgreety() throws {
+        let user = try GreeterTests.account("puff-it-gr-gina")
+        let fixture = try GreeterTests.enrolledStore(user)
+        let server = try LockScreenTests.XServer()
+        let greetd = try RealGreetd(fixture: fixture, server: server, underCage: true)
+        #expect(greetd.waitFor("users ready"), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        let greeters = greetd.descendants(named: "puff-greeter")
+        #expect(greeters.count == 1, "\(greeters)")
+        for greeter in greeters { kill(greeter, SIGSEGV) }
+        #expect(greetd.waitFor("puff-greeter ended with status 139"), "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        let deadline = Date().addingTimeInterval(20)
+        var agreety: [pid_t] = []
+        while agreety.isEmpty && Date() < deadline {
+            agreety = greetd.descendants(named: "agreety")
+            usleep(20_000)
+        }
+        // agreety, greetd's text greeter, on greetd's console (here the machine's current VT,
+        // where nobody types: the test stops at its start), its logins running the fallback.
+        #expect(agreety.count == 1, "greeter: \(greetd.greeterLog)\ngreetd: \(greetd.greetdLog)")
+        for id in agreety {
+            let arguments = ((try? String(contentsOfFile: "/proc/\(id)/cmdline", encoding: .utf8)) ?? "").split(separator: "\0")
+            #expect(arguments.suffix(2) == ["--cmd", "/bin/sh"], "\(arguments)")
+        }
     }
 
     static let serverScript = Artefacts.repository.appendingPathComponent("Tests/Greeter/greetd-server.py").path

@@ -130,11 +130,14 @@ struct WaylandLockTests {
 
         /// Draws the parts with the pointer (or a finger): picture pixels through the layout
         /// `--print-layout` wrote, one stroke per part.
-        func draw(layoutText: String, _ parts: [GestureLoginTests.Part], shift: Double = 0, touch: Bool = false) throws {
+        /// `outputScale`: the output's scale (the layout is in its pixels, the pointer in points).
+        func draw(layoutText: String, _ parts: [GestureLoginTests.Part], shift: Double = 0, touch: Bool = false,
+                  outputScale: Double = 1) throws {
             let layout = try LockScreenTests.layout(in: layoutText)
             for part in parts {
                 let points = part.points.map { point in
-                    "\((layout.x + (point.0 + shift) * layout.scale).rounded()) \((layout.y + point.1 * layout.scale).rounded())"
+                    "\((layout.x + (point.0 + shift) * layout.scale).rounded() / outputScale) "
+                        + "\((layout.y + point.1 * layout.scale).rounded() / outputScale)"
                 }
                 try command((touch ? "touch-drag " : "drag ") + points.joined(separator: " "))
             }
@@ -235,6 +238,42 @@ struct WaylandLockTests {
         usleep(300_000)
         try compositor.screenshot("wayland-lock-typing")
         try compositor.command("type 7")
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+        #expect(compositor.waitFor(state: "unlocked"))
+        #expect(try stage.fixture.failures(user) == 0)
+    }
+
+    /// Key repeat, which Wayland leaves to the client (the compositor says 25 a second after
+    /// 300 ms): a held Backspace clears the two digits typed, so the passcode typed after it
+    /// unlocks. Without repeat one digit stays and the sixth digit submits a wrong passcode.
+    @Test func aHeldBackspaceRepeatsAndClearsTheField() throws {
+        let (user, stage, compositor, locker) = try Self.readyLocker()
+        defer { withExtendedLifetime(stage) {} }
+        try compositor.command("type 99")
+        try compositor.command("keydown backspace")
+        usleep(1_500_000)
+        try compositor.command("keyup backspace")
+        try compositor.command("type 604917")
+        #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
+        #expect(compositor.waitFor(state: "unlocked"))
+        #expect(try stage.fixture.failures(user) == 0)
+    }
+
+    /// A HiDPI output (scale 2: 1280 × 800 pixels, 640 × 400 points): the lock screen is drawn
+    /// at its pixels (the layout is that of a 1280-pixel screen, not a 640-point one) and the
+    /// pointer's positions, which come in points, are scaled to them: the gesture drawn
+    /// through the compositor's points unlocks.
+    @Test func aScaledOutputIsDrawnAtItsPixelsAndTheGestureUnlocks() throws {
+        let (user, stage, compositor, locker) = try Self.readyLocker(sizes: ["1280x800@2"])
+        defer { withExtendedLifetime(stage) {} }
+        let layout = try LockScreenTests.layout(in: locker.text)
+        // The 400-pixel-wide test picture: shown about twice its size on 1280 × 800 pixels, below
+        // its size on 640 × 400 points.
+        #expect(layout.scale > 1.2, "the picture is laid out for points, not pixels: \(locker.text)")
+        try compositor.draw(layoutText: locker.text, GestureLoginTests.genuine, outputScale: 2)
+        usleep(300_000)
+        try compositor.screenshot("wayland-lock-hidpi-drawn")
+        try compositor.command("key enter")
         #expect(locker.exitStatus(timeout: 20) == 0, "\(locker.text)")
         #expect(compositor.waitFor(state: "unlocked"))
         #expect(try stage.fixture.failures(user) == 0)

@@ -111,8 +111,10 @@ class Compositor:
         os.chmod(os.path.join(runtime, "wayland-puff"), 0o666)
         if not self.backend.start():
             raise SystemExit("cannot start the headless backend")
-        for width, height in sizes:
+        for width, height, scale in sizes:
+            self.next_scale = scale
             lib.wlr_headless_add_output(self.backend._ptr, width, height)
+        self.next_scale = 1
 
         self.control_path = os.path.join(runtime, "control")
         self.control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -155,6 +157,9 @@ class Compositor:
         if not keymap:
             raise SystemExit("cannot build a keymap")
         lib.wlr_keyboard_set_keymap(keyboard, ffi.cast("struct xkb_keymap *", keymap))
+        # What clients are told to repeat a held key at (wl_keyboard.repeat_info): 25 a second
+        # after 300 ms.
+        lib.wlr_keyboard_set_repeat_info(keyboard, 25, 300)
         wrapped = Keyboard(keyboard)
         self.seat.set_keyboard(wrapped)
         return wrapped
@@ -164,6 +169,9 @@ class Compositor:
     def new_output(self, listener, output):
         output.init_render(self.allocator, self.renderer)
         output.enable()
+        # A HiDPI output (WIDTHxHEIGHT@SCALE): its layout size, and its lock surface's, is the
+        # pixel size divided by the scale; clients learn the scale from wl_output.
+        lib.wlr_output_set_scale(output._ptr, float(getattr(self, "next_scale", 1)))
         output.commit()
         # Side by side from the left, at fixed places: removing one moves no other (add_auto
         # would lay them out again, away from the scene nodes placed for them).
@@ -412,6 +420,11 @@ class Compositor:
         if verb == "key":
             self.key(KEYS[arguments[0]])
             return "ok"
+        if verb in ("keydown", "keyup"):
+            # A key held down: Wayland sends the press once; the client repeats it.
+            self.focus_keyboard()
+            lib.wlr_seat_keyboard_notify_key(self.seat._ptr, now_ms(), KEYS[arguments[0]], 1 if verb == "keydown" else 0)
+            return "ok"
         if verb == "quit":
             self.display.terminate()
             return "ok"
@@ -445,7 +458,12 @@ def main():
     without_lock = "--without-session-lock" in arguments
     arguments = [argument for argument in arguments if argument != "--without-session-lock"]
     runtime = arguments[0]
-    sizes = [tuple(int(part) for part in argument.split("x")) for argument in arguments[1:]] or [(1280, 800)]
+    sizes = []
+    for argument in arguments[1:]:
+        size, _, scale = argument.partition("@")
+        width, height = (int(part) for part in size.split("x"))
+        sizes.append((width, height, int(scale or 1)))
+    sizes = sizes or [(1280, 800, 1)]
     Compositor(runtime, sizes, without_lock).run()
 
 

@@ -1,10 +1,11 @@
 #ifndef PUFF_WAYLAND_H
 #define PUFF_WAYLAND_H
-/* puff-lock on Wayland: the locking parent's connection (ext-session-lock-v1, one lock
-   surface per output, the seat's pointer, touch and keyboard), and the descriptor passing
-   between the parent and its authentication child. The protocol code is generated at build
-   time by wayland-scanner from wayland-protocols' ext-session-lock-v1.xml (`make
-   wayland-protocol`); a build without it has `puff_wl_available()` false and refuses to lock. */
+/* Puff's Wayland client, in one of two modes: puff-lock's locking parent (ext-session-lock-v1,
+   one lock surface per output) or puff-greeter's window under cage (one fullscreen xdg-shell
+   toplevel); both with the seat's pointer, touch and keyboard and the same two-frame drawing.
+   Also the descriptor passing between puff-lock's parent and its authentication child. The
+   protocol code is generated at build time by wayland-scanner from wayland-protocols' XML
+   (`make wayland-protocol`); a build without it has `puff_wl_available()` false and refuses. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,10 @@ enum puff_wl_kind {
     PUFF_WL_TEXT,
     /* The output with the lock screen changed size, or another output took its place. */
     PUFF_WL_RESIZED,
+    /* A key that types nothing (arrows, Tab, F2): its key symbol in `symbol`. */
+    PUFF_WL_KEY,
+    /* The compositor asked the window to close (window mode). */
+    PUFF_WL_CLOSE,
 };
 
 struct puff_wl_event {
@@ -27,6 +32,7 @@ struct puff_wl_event {
     double x, y;
     int count;
     unsigned char text[16];
+    uint32_t symbol;
 };
 
 /* The lock's state as the compositor said it. */
@@ -36,6 +42,10 @@ enum puff_wl_state { PUFF_WL_IDLE = 0, PUFF_WL_LOCKING, PUFF_WL_LOCKED, PUFF_WL_
    there is no compositor or it lacks wl_compositor, wl_shm or ext_session_lock_manager_v1.
    `background` (0xRRGGBB) fills the outputs the lock screen is not drawn on. */
 struct puff_wl *puff_wl_connect(uint32_t background, char *error, size_t error_size);
+/* Window mode: connects and asks for one fullscreen xdg-shell toplevel titled `title`; NULL
+   with a message when there is no compositor or it lacks xdg_wm_base. Drawn like the lock
+   screen (puff_wl_set_frames, puff_wl_show_frame), sized by the compositor's configure. */
+struct puff_wl *puff_wl_connect_window(uint32_t background, const char *title, char *error, size_t error_size);
 void puff_wl_disconnect(struct puff_wl *wl);
 /* The connection's descriptor, for poll. */
 int puff_wl_fd(struct puff_wl *wl);
@@ -43,12 +53,19 @@ int puff_wl_fd(struct puff_wl *wl);
    when they appear). */
 int puff_wl_lock(struct puff_wl *wl);
 int puff_wl_state(struct puff_wl *wl);
+/* Milliseconds until a held key is pressed again (key repeat happens in puff_wl_pump), or -1
+   when no key repeats. */
+int puff_wl_repeat_wait(struct puff_wl *wl);
 /* Dispatches what is queued, reads the socket when `readable`, flushes; -1 when the
    connection is lost. */
 int puff_wl_pump(struct puff_wl *wl, int readable);
 /* The next input event, 1 when one was taken, 0 when none waits. */
 int puff_wl_next_event(struct puff_wl *wl, struct puff_wl_event *event);
-/* The size of the output the lock screen is drawn on (0 × 0 before its first configure). */
+/* Whether an input event waits (nothing is taken). */
+int puff_wl_has_events(struct puff_wl *wl);
+/* The size in pixels (the output's scale applied: HiDPI) of the output the lock screen is drawn
+   on, or of the window (0 × 0 before its first configure); frames are drawn at this size and
+   pointer and touch positions come in its pixels. */
 void puff_wl_primary_size(struct puff_wl *wl, int32_t *width, int32_t *height);
 /* How many outputs have a lock surface now. */
 int puff_wl_surface_count(struct puff_wl *wl);
