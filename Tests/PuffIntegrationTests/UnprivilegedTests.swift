@@ -364,6 +364,42 @@ struct UnprivilegedTests {
         return dave
     }
 
+    /// Issue 31: the helper's proof for a self-service change read the files store even in
+    /// fleet mode, where it holds no record: a user whose passcode lives in the directory was
+    /// asked for the system password instead, and a change proven with it was stored. Now the
+    /// proof is read from the subject the fleet store resolved: the Puff passcode or nothing.
+    @Test func inFleetModeAChangeNeedsThePasscodeTheDirectoryHolds() throws {
+        let directory = try FleetDirectory()
+        let key = newFleetKey()
+        let stage = try Stage(config: "kdf_ops = 1\nkdf_mem_kib = 8\ndeny = 3\nbackend = ldap\n"
+                              + "ldap_base = \(FleetDirectory.base)\nldap_uri = \(directory.ldapsURI)\n"
+                              + "ldap_ca_file = \(directory.caFile)\nldap_bind_dn = cn=host1,ou=hosts,dc=puff,dc=test\n"
+                              + "ldap_bind_pw_file = /etc/puff/ldap.secret\n"
+                              + "fleet_key = /etc/puff/fleet.key\nfleet_host = host1\nldap_timeout = 5\n"
+                              + "ldap_library = \(Artefacts.ldapLibrary)\n")
+        // A host binds with its own entry and password, as a fleet host does.
+        try stage.fixture.write(stage.fixture.etc + "/ldap.secret", "host1-secret\n", mode: 0o600)
+        try key.write(to: URL(fileURLWithPath: stage.fixture.etc + "/fleet.key"))
+        chmod(stage.fixture.etc + "/fleet.key", 0o600)
+        let dave = try userWithPassword(stage)
+        try directory.addUser(dave)
+        let enrolled = try stage.runAs("root", [stage.enroll, "passcode", "--user", dave, "--stdin"], input: "604917\n")
+        #expect(enrolled.status == 0, "\(enrolled.errors)")
+        #expect(try directory.binaryValue(dave, "puffRecord") != nil)
+        func selfEnroll(_ input: String) throws -> Run {
+            try stage.runAs(dave, [stage.enroll, "passcode", "--stdin", "--helper", stage.helper], input: input)
+        }
+        // The system password is no proof while a Puff passcode is enrolled (in the directory).
+        let withPassword = try selfEnroll("Sys-pass-4821\n135790\n")
+        #expect(withPassword.status != 0, "a change proven with the system password: \(withPassword.output)")
+        #expect(try stage.authenticate(as: dave, replies: ["604917"]).status == PAMCode.success)
+        #expect(try stage.authenticate(as: dave, replies: ["135790"]).status == PAMCode.authError)
+        // The passcode is.
+        let withPasscode = try selfEnroll("604917\n135790\n")
+        #expect(withPasscode.status == 0, "\(withPasscode.errors)")
+        #expect(try stage.authenticate(as: dave, replies: ["135790"]).status == PAMCode.success)
+    }
+
     @Test func theSystemPasswordLivesOnlyInTheStagesShadowCopy() throws {
         let stage = try Stage()
         let dave = try userWithPassword(stage)
