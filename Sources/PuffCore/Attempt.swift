@@ -175,17 +175,23 @@ extension AdmissionRules {
     /// are cleared from `tally`, and a passcode's success is recorded.
     public func settle(_ attempt: CountedAttempt, _ check: SettleCheck, current: UserRecord?, adminLock: Bool,
                        tally: Tally, passcodeUsed: Bool) -> Settlement {
-        guard let current else { return .refused(attempt.failed("the record was removed meanwhile")) }
+        if let refused = refusal(of: attempt, check, current: current, adminLock: adminLock) { return .refused(refused) }
+        return .settled(settled(tally, serial: attempt.failure.after.serial, passcodeUsed: passcodeUsed))
+    }
+
+    /// Why the success of `attempt` does not stand: `current` no longer holds what `check`
+    /// verified, or an administrator locked a gesture meanwhile. `nil`: it stands.
+    public func refusal(of attempt: CountedAttempt, _ check: SettleCheck, current: UserRecord?,
+                        adminLock: Bool) -> AttemptOutcome? {
+        guard let current else { return attempt.failed("the record was removed meanwhile") }
         switch check {
         case .passcode(let stored):
-            guard current.passcode == stored else { return .refused(attempt.failed("the passcode was changed meanwhile")) }
+            return current.passcode == stored ? nil : attempt.failed("the passcode was changed meanwhile")
         case .gesture(let stored):
-            guard current.gesture == stored else { return .refused(attempt.failed("the gesture was changed meanwhile")) }
-            if adminLock {
-                return .refused(current.passcode == nil ? .locked(.lockedUntilReset) : .passcodeRequired(.administrator))
-            }
+            guard current.gesture == stored else { return attempt.failed("the gesture was changed meanwhile") }
+            guard adminLock else { return nil }
+            return current.passcode == nil ? .locked(.lockedUntilReset) : .passcodeRequired(.administrator)
         }
-        return .settled(settled(tally, serial: attempt.failure.after.serial, passcodeUsed: passcodeUsed))
     }
 }
 

@@ -116,9 +116,8 @@ struct DirectoryCounter: AttemptCounter {
         var latest: (record: UserRecord, counter: FleetCounter)?
         for _ in 0..<4 where !settled {
             let found = try store.fleetRecord(connection, account)
-            // The local counter is settled below; here only whether the success stands.
-            if case .refused(let outcome) = rules.settle(attempt, check, current: found?.record, adminLock: found?.entry.adminLock ?? false,
-                                                         tally: Tally(), passcodeUsed: passcodeUsed) { return outcome }
+            if let refused = rules.refusal(of: attempt, check, current: found?.record,
+                                           adminLock: found?.entry.adminLock ?? false) { return refused }
             guard let found else { return .locked(.lockedUntilReset) }
             var counter = try FleetStore.fleetCounter(found.entry)
             let current = counter.failures
