@@ -245,12 +245,13 @@ struct RealCount {
 /// again with the next repetitions, up to five tries); returns the template and the index of
 /// the first repetition not used.
 func realEnroll(_ data: [String: [RealStroke]], shapes: [String], placement: RealPlacement,
-                random: inout Random) -> (template: GestureTemplate?, next: Int, tries: Int, refused: Int, drawings: [Gesture]) {
+                random: inout Random, capture: (Gesture) -> Gesture = { $0 })
+    -> (template: GestureTemplate?, next: Int, tries: Int, refused: Int, drawings: [Gesture]) {
     var rep = 0
     var tries = 0, refused = 0
     while tries < maximumTries {
         tries += 1
-        guard let first = realGesture(data, shapes: shapes, rep: rep, placement: placement, random: &random) else { break }
+        guard let first = realGesture(data, shapes: shapes, rep: rep, placement: placement, random: &random).map(capture) else { break }
         rep += 1
         var drawings = [first]
         while true {
@@ -262,7 +263,7 @@ func realEnroll(_ data: [String: [RealStroke]], shapes: [String], placement: Rea
                 break
             }
             if case .done(let template) = step { return (template, rep, tries, refused, drawings) }
-            guard let more = realGesture(data, shapes: shapes, rep: rep, placement: placement, random: &random) else {
+            guard let more = realGesture(data, shapes: shapes, rep: rep, placement: placement, random: &random).map(capture) else {
                 return (nil, rep, tries, refused, [])
             }
             rep += 1
@@ -327,7 +328,8 @@ func realEvaluation(_ set: RealSet, placement: RealPlacement, seed: UInt64) {
     let subjects = set.keys.sorted()
     let shapes = (set[subjects.first ?? ""]?["medium"]?.keys.sorted()) ?? []
     let triples = realTriples(shapes)
-    var later = RealCount(), slow = RealCount(), fast = RealCount()
+    var later = RealCount(), slow = RealCount(), fast = RealCount(), padLogin = RealCount(), padEnrolled = RealCount()
+    var padNever = 0
     var othersTried = 0, othersAccepted = 0
     var perPerson: [(String, RealCount)] = []
     var owners = 0, never = 0, tries = 0, refusedTries = 0, mostTries = 0
@@ -349,6 +351,23 @@ func realEvaluation(_ set: RealSet, placement: RealPlacement, seed: UInt64) {
                 guard let attempt = realGesture(medium, shapes: triple, rep: rep, placement: placement, random: &random) else { continue }
                 let result = GestureMatcher.verify(template, attempt)
                 mine.add(result)
+            }
+            // The same later repetitions sent through puff-pad in a 100×30 terminal (declared
+            // cells), drawn from a stream of their own so the other rows stay paired across versions.
+            var padRandom = Random(seed: seed &+ 77 &+ UInt64(owners))
+            for rep in enrolled.next..<10 {
+                guard let attempt = realGesture(medium, shapes: triple, rep: rep, placement: placement, random: &padRandom) else { continue }
+                padLogin.add(GestureMatcher.verify(template, throughPad(attempt)))
+            }
+            // Enrolled through puff-pad, the later repetitions with pixels.
+            let throughPadEnrolled = realEnroll(medium, shapes: triple, placement: placement, random: &padRandom, capture: { throughPad($0) })
+            if let padTemplate = throughPadEnrolled.template {
+                for rep in throughPadEnrolled.next..<10 {
+                    guard let attempt = realGesture(medium, shapes: triple, rep: rep, placement: placement, random: &padRandom) else { continue }
+                    padEnrolled.add(GestureMatcher.verify(padTemplate, attempt))
+                }
+            } else {
+                padNever += 1
             }
             // Another speed (its own block of ten).
             for (speed, count) in [("slow", 0), ("fast", 1)] {
@@ -389,6 +408,8 @@ func realEvaluation(_ set: RealSet, placement: RealPlacement, seed: UInt64) {
           + perPerson.map { "\($0.0) \($0.1.refused)/\($0.1.n)" }.joined(separator: ", ") + " |")
     print("| enrolled medium, drawn slow (10 reps) | FRR ≤ 5 % | \(rate(slow.refused, slow.n)) | \(slow.ruleText) |")
     print("| enrolled medium, drawn fast (10 reps) | FRR ≤ 5 % | \(rate(fast.refused, fast.n)) | \(fast.ruleText) |")
+    print("| later repetitions through puff-pad, 100×30 terminal (enrolled with pixels) | FRR ≤ 5 % | \(rate(padLogin.refused, padLogin.n)) | \(padLogin.ruleText) |")
+    print("| enrolled through puff-pad, later repetitions with pixels | FRR ≤ 2 % | \(rate(padEnrolled.refused, padEnrolled.n)) | \(padEnrolled.ruleText); \(padNever) never enrolled through the pad |")
     print("| other people who know the shapes and spots | FAR ≤ 20 % | \(rate(othersAccepted, othersTried)) |  |")
     print("| enrollment: tries refused; owners never enrolled in 5 tries | every owner within 5 | \(rate(refusedTries, tries)); \(never) of \(owners) never; most tries \(mostTries) |  |")
     print("")

@@ -389,3 +389,24 @@ enum Attacks {
         return Gesture(width: Int(pictureWidth), height: Int(pictureHeight), parts: parts)
     }
 }
+
+/// `gesture` as puff-pad sends it from a terminal whose picture covers `columns` × `rows`
+/// cells: every point becomes its cell's centre, a report in the previous one's cell is
+/// dropped, a stroke that never leaves its cell is a tap, and the cell is declared.
+func throughPad(_ gesture: Gesture, columns: Int = 72, rows: Int = 27) -> Gesture {
+    let w = Double(gesture.width) / Double(columns), h = Double(gesture.height) / Double(rows)
+    func centre(_ p: GesturePoint) -> GesturePoint {
+        let column = min(Double(columns - 1), (p.x / w).rounded(.down))
+        let row = min(Double(rows - 1), (p.y / h).rounded(.down))
+        return GesturePoint(x: ((column + 0.5) * w * 1000).rounded() / 1000, y: ((row + 0.5) * h * 1000).rounded() / 1000)
+    }
+    var copy = gesture
+    copy.parts = gesture.parts.map { part in
+        var kept: [GesturePoint] = []
+        for point in part.points.map(centre) where kept.last != point { kept.append(point) }
+        if part.kind == .tap || kept.count < 2 { return GesturePart(kind: .tap, points: [kept[0]]) }
+        return GesturePart(kind: .path, points: kept)
+    }
+    copy.resolution = GestureResolution(width: w, height: h)
+    return copy
+}

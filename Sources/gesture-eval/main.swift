@@ -192,9 +192,10 @@ let genuineRows: [Row] = [
     Row(label: "genuine σ 2.5 % (no goal: shows that enrollment refuses an inconsistent hand)", isGenuine: true, goal: 100,
         owner: owner(Redraw(sigma: 0.025)), attack: owner(Redraw(sigma: 0.025)), enrollmentLabel: "σ 2.5 % owner (no goal)",
         informational: true),
-    Row(label: "genuine σ 1 %, enrolled with exact pixels, logging in through puff-pad (no goal: a known limit)",
-        isGenuine: true, goal: 5, owner: owner(sigma1), attack: owner(Redraw(sigma: 0.01, capture: padCapture)),
-        informational: true),
+    Row(label: "genuine σ 1 %, enrolled with exact pixels, logging in through puff-pad (declared cells)",
+        isGenuine: true, goal: 5, owner: owner(sigma1), attack: owner(Redraw(sigma: 0.01, capture: padCapture))),
+    Row(label: "genuine σ 1 %, enrolled through puff-pad, logging in with exact pixels",
+        isGenuine: true, goal: 2, owner: owner(Redraw(sigma: 0.01, capture: padCapture)), attack: owner(sigma1)),
 ]
 let attacks: [(String, Double, (IdealGesture, inout Random) -> Gesture)] = [
     ("scribble over the whole picture", 0, { Attacks.scribbleEverywhere($0, random: &$1) }),
@@ -208,6 +209,17 @@ let attacks: [(String, Double, (IdealGesture, inout Random) -> Gesture)] = [
 let attackRows: [Row] = attacks.map { Row(label: $0.0, isGenuine: false, goal: $0.1, owner: owner(sigma1), attack: $0.2) }
     + attacks.map { Row(label: $0.0 + " — declaring 30×30 px cells", isGenuine: false, goal: $0.1, owner: owner(sigma1),
                         attack: declaring(coarsest, $0.2)) }
+    + attacks.map { attack in
+        Row(label: attack.0 + " — through 30×30 px cells (quantized, declared)", isGenuine: false, goal: attack.1,
+            owner: owner(sigma1), attack: { throughCoarsest(attack.2($0, &$1)) })
+    }
+
+/// An attempt quantized to the coarsest cells allowed for (30 × 30 px on a 1000 px side) and
+/// declaring them: what an attacker must send to be allowed for a cell (`onDeclaredGrid`).
+func throughCoarsest(_ gesture: Gesture) -> Gesture {
+    throughPad(gesture, columns: Int((pictureWidth / coarsest.width).rounded(.down)),
+               rows: Int((pictureHeight / coarsest.height).rounded(.down)))
+}
 
 /// The hand fitted to the $1 unistroke logs (RealDrawings.swift, docs/gesture-format.md "The
 /// calibrated simulator"), at the size those strokes have on a 1000 px picture drawn at the
@@ -259,6 +271,22 @@ let calibratedRows: [Row] = [
         attack: { Attacks.randomPlausible($0, random: &$1) }),
     Row(label: "calibrated: right shapes drawn backwards", isGenuine: false, goal: 1, owner: owner(calibratedEnroll),
         attack: owner({ var r = calibratedLogin; r.reversed = true; return r }())),
+    Row(label: "calibrated owner enrolled with pixels, drifted logins through puff-pad (declared cells)", isGenuine: true, goal: 5,
+        owner: owner(calibratedEnroll), attack: { throughPad(calibratedLogin.draw($0, random: &$1)) }),
+    Row(label: "calibrated owner enrolled through puff-pad, drifted logins with pixels", isGenuine: true, goal: 2,
+        owner: { throughPad(calibratedEnroll.draw($0, random: &$1)) }, attack: owner(calibratedLogin)),
+    Row(label: "calibrated: imprecise shoulder-surfer — declaring 30×30 px cells", isGenuine: false, goal: 5,
+        owner: owner(calibratedEnroll), attack: declaring(coarsest, owner(calibratedSurfer))),
+    Row(label: "calibrated: video-studier — declaring 30×30 px cells", isGenuine: false, goal: 20, owner: owner(calibratedEnroll),
+        attack: declaring(coarsest, owner(videoStudier))),
+    Row(label: "calibrated: someone else who knows the shapes and the spots — declaring 30×30 px cells", isGenuine: false, goal: 20,
+        owner: owner(calibratedEnroll), attack: declaring(coarsest, owner(otherPerson))),
+    Row(label: "calibrated: imprecise shoulder-surfer — through 30×30 px cells (quantized, declared)", isGenuine: false, goal: 5,
+        owner: owner(calibratedEnroll), attack: { throughCoarsest(calibratedSurfer.draw($0, random: &$1)) }),
+    Row(label: "calibrated: video-studier — through 30×30 px cells (quantized, declared)", isGenuine: false, goal: 20,
+        owner: owner(calibratedEnroll), attack: { throughCoarsest(videoStudier.draw($0, random: &$1)) }),
+    Row(label: "calibrated: someone else who knows the shapes and the spots — through 30×30 px cells (quantized, declared)",
+        isGenuine: false, goal: 20, owner: owner(calibratedEnroll), attack: { throughCoarsest(otherPerson.draw($0, random: &$1)) }),
 ]
 
 func format(_ value: Double) -> String {
