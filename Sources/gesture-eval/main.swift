@@ -213,6 +213,10 @@ let attackRows: [Row] = attacks.map { Row(label: $0.0, isGenuine: false, goal: $
         Row(label: attack.0 + " — through 30×30 px cells (quantized, declared)", isGenuine: false, goal: attack.1,
             owner: owner(sigma1), attack: { throughCoarsest(attack.2($0, &$1)) })
     }
+    + attacks.map { attack in
+        Row(label: attack.0 + " — through puff-pad's 72×27 cells (quantized, declared)", isGenuine: false, goal: attack.1,
+            owner: owner(sigma1), attack: { throughPad(attack.2($0, &$1)) })
+    }
 
 /// An attempt quantized to the coarsest cells allowed for (30 × 30 px on a 1000 px side) and
 /// declaring them: what an attacker must send to be allowed for a cell (`onDeclaredGrid`).
@@ -287,6 +291,12 @@ let calibratedRows: [Row] = [
         owner: owner(calibratedEnroll), attack: { throughCoarsest(videoStudier.draw($0, random: &$1)) }),
     Row(label: "calibrated: someone else who knows the shapes and the spots — through 30×30 px cells (quantized, declared)",
         isGenuine: false, goal: 20, owner: owner(calibratedEnroll), attack: { throughCoarsest(otherPerson.draw($0, random: &$1)) }),
+    Row(label: "calibrated: imprecise shoulder-surfer — through puff-pad's 72×27 cells (quantized, declared)", isGenuine: false, goal: 5,
+        owner: owner(calibratedEnroll), attack: { throughPad(calibratedSurfer.draw($0, random: &$1)) }),
+    Row(label: "calibrated: video-studier — through puff-pad's 72×27 cells (quantized, declared)", isGenuine: false, goal: 20,
+        owner: owner(calibratedEnroll), attack: { throughPad(videoStudier.draw($0, random: &$1)) }),
+    Row(label: "calibrated: someone else who knows the shapes and the spots — through puff-pad's 72×27 cells (quantized, declared)",
+        isGenuine: false, goal: 20, owner: owner(calibratedEnroll), attack: { throughPad(otherPerson.draw($0, random: &$1)) }),
 ]
 
 func format(_ value: Double) -> String {

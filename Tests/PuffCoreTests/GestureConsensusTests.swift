@@ -161,7 +161,7 @@ struct GestureConsensusTests {
         #expect(result.detail == expected, "\(name)")
     }
 
-    @Test("a declared cell, however coarse, buys no room in the score", arguments: [
+    @Test("a declared cell the points do not bear out buys no room in the score", arguments: [
         GestureResolution(width: 13.889, height: 27.778), GestureResolution(width: 30, height: 30),
         GestureResolution(width: 1000, height: 750),
     ])
@@ -173,6 +173,78 @@ struct GestureConsensusTests {
             declared.resolution = cell
             #expect(GestureMatcher.verify(template, declared) == GestureMatcher.verify(template, attempt))
         }
+    }
+
+    /// `gesture` as puff-pad sends it: every point its cell's centre (cell (c, r) spans
+    /// [c·w, (c + 1)·w) × [r·h, (r + 1)·h)), repeats dropped, the cell declared.
+    static func throughCells(_ gesture: Gesture, width w: Double = 1000.0 / 72, height h: Double = 750.0 / 27) -> Gesture {
+        var copy = gesture
+        copy.parts = gesture.parts.map { part in
+            var kept: [GesturePoint] = []
+            for point in part.points {
+                let centre = GesturePoint(x: (((point.x / w).rounded(.down) + 0.5) * w * 1000).rounded() / 1000,
+                                          y: (((point.y / h).rounded(.down) + 0.5) * h * 1000).rounded() / 1000)
+                if kept.last != centre { kept.append(centre) }
+            }
+            return GesturePart(kind: part.kind, points: part.kind == .tap ? [kept[0]] : kept)
+        }
+        copy.resolution = GestureResolution(width: (w * 1000).rounded() / 1000, height: (h * 1000).rounded() / 1000)
+        return copy
+    }
+
+    @Test("a declaration counts only when every point is a centre of the declared grid")
+    func onlyGridPointsCount() throws {
+        let pad = Self.throughCells(Self.base)
+        #expect(GestureConsensus.onDeclaredGrid(pad))
+        var nudged = pad
+        nudged.parts[2].points[1].x += 1
+        #expect(!GestureConsensus.onDeclaredGrid(nudged))
+        #expect(!GestureConsensus.onDeclaredGrid(Self.base))
+        var undeclared = pad
+        undeclared.resolution = nil
+        #expect(!GestureConsensus.onDeclaredGrid(undeclared))
+    }
+
+    @Test("a login's declared cell gives room per axis, never more than puff-pad's cell, whatever is declared")
+    func loginRoomIsBounded() {
+        let pad = GestureConsensus.loginCellVariance(GestureUnitPoint(x: 1.0 / 72, y: 0.75 / 27))
+        #expect(abs(pad.x - (1.0 / 72) * (1.0 / 72) / 12) < 1e-12 && abs(pad.y - (0.75 / 27) * (0.75 / 27) / 12) < 1e-12)
+        for cell in [GestureUnitPoint(x: 0.03, y: 0.03), GestureUnitPoint(x: 1, y: 0.75), GestureUnitPoint(x: 0, y: 0.75)] {
+            let room = GestureConsensus.loginCellVariance(cell)
+            #expect((room.x + room.y) / 2 <= GestureConsensus.maximumCellVariance * (1 + 1e-12), "\(cell)")
+        }
+    }
+
+    @Test("a pixel-enrolled owner's drawing passes through puff-pad's cells; the same drawing off its spot does not")
+    func padLoginOfAPixelOwner() throws {
+        let template = try GestureEnroller.build(drawings: Self.steady)
+        // The owner's own hand (a few pixels off on each part, which pixels accept), sent
+        // through a 100×30 terminal, whose cells move the tap a further 5 px.
+        let owner = Self.moved(Self.base, by: [(-6, -7), (-12, 14), (6, 7)])
+        #expect(GestureMatcher.verify(template, owner).passed)
+        let padded = Self.throughCells(owner)
+        #expect(GestureConsensus.onDeclaredGrid(padded))
+        #expect(GestureMatcher.verify(template, padded).passed)
+        // Without the room (the same points, the declaration dropped) the cells' error fails it.
+        var undeclared = padded
+        undeclared.resolution = nil
+        #expect(!GestureMatcher.verify(template, undeclared).passed)
+        // An onlooker's tap 45 px off stays refused through the cells.
+        let onlooker = Self.throughCells(Self.moved(Self.base, by: [(0, 0), (45, 0), (0, 0)]))
+        #expect(!GestureMatcher.verify(template, onlooker).passed)
+    }
+
+    @Test("a template whose floors already hold a pad's cell gets no second cell at a pad login")
+    func enrolledCellIsNotCountedTwice() throws {
+        let plain = try GestureEnroller.build(drawings: [Self.base, Self.base])
+        #expect(GestureConsensus.enrolledCellVariance(of: plain) < 1e-9)
+        let pad = try GestureEnroller.build(drawings: [Self.base, Self.base].map { var copy = $0; copy.resolution = GestureResolution(width: 13.889, height: 27.778); return copy })
+        let held = GestureConsensus.enrolledCellVariance(of: pad)
+        #expect(held > 0 && held <= GestureConsensus.maximumCellVariance)
+        let room = GestureConsensus.loginCellVariance(GestureUnitPoint(x: 0.013889, y: 0.027778))
+        // Per axis only what exceeds the held cell is added: nothing across, the tall cell's excess down.
+        #expect(abs(held - GestureConsensus.maximumCellVariance) < 1e-7)
+        #expect(room.x < held && abs(max(0, room.y - held) - (room.y - GestureConsensus.maximumCellVariance)) < 1e-7)
     }
 
     @Test("a declared coarse stroke flickering between two cells is measured along its midpoints")

@@ -29,13 +29,13 @@
 /// `confidence`-quantile of χ² with 2P + w·paths degrees of freedom (Wilson–Hilferty), and the
 /// place sum alone under the `placeConfidence`-quantile of χ² with 2(P − 1).
 ///
-/// A login's declared resolution (`GestureResolution`) buys no room in the score: whatever an
-/// attempt declares, the spreads are the template's. It only lets the overflow rule measure the
-/// stroke along its midpoints (a report flickering between two cells adds no length) and widen
-/// the box by the cell (each side at most `GestureResolution.maximumCell`). `make gesture-eval`
-/// measured the alternative, a share of the cell's variance added at login: it helps an owner
-/// enrolled with exact pixels who logs in through puff-pad, and lets a coarse-declaring
-/// onlooker in as much more (docs/dev/gesture-format.md has the trade-off).
+/// A login's declared cell (`GestureResolution`, puff-pad in a terminal) is allowed for only when
+/// every point is a centre of that grid (`onDeclaredGrid`): per axis the variance of a uniform
+/// error over the cell, at most puff-pad's cell in a 100×30 terminal (`loginCellVariance`), less
+/// what the template's floors may already hold (`enrolledCellVariance(of:)`); a tap's place gets
+/// it whole, a path's place `cellShare.pathPlace`/k of it (k distinct cells), the shift 1/P, a
+/// path's shape `cellShare.shape` of it once its staircase is smoothed along its midpoints. The
+/// overflow rule measures such a stroke along its midpoints and widens the box by the cell.
 /// A path must also keep the kind, direction (`order`: it fails when the reversed alignment
 /// fits better by more than `orderMargin` times the path's shape variance), length and box
 /// (`overflow`) rules and a shape within the stored hard cap (`coverage`).
@@ -82,6 +82,12 @@ enum GestureConsensus {
     /// of puff-pad's cell in a 100×30 terminal on a 4:3 picture (1.39 % × 2.78 % of the longest
     /// side), whatever cell is declared.
     static let maximumCellVariance = (0.0139 * 0.0139 + 0.0278 * 0.0278) / 24
+    /// The share of a declared cell's variance a path's shape is given at login, and the share
+    /// of its 1/k a path's place is given (`make gesture-eval`, docs/dev/gesture-format.md
+    /// "Declared cells at login"): the attempt's staircase is smoothed once along its midpoints
+    /// first, which takes most of the cell's error out of the shape. Larger shares let more
+    /// owners through the pad and as many more onlookers who send their drawing through it.
+    static let cellShare = (shape: 0.1, pathPlace: 0.5)
     /// Most drawings an enrollment combines.
     static let maximumDrawings = 8
 
@@ -94,6 +100,9 @@ enum GestureConsensus {
         var shapeSpreads: [Double]
         var shapeCap: Double
         var overflow: Double
+        /// The cell variance per axis the enrollment drawings' declared input put in the
+        /// floors; a login's own declared cell adds only what exceeds it.
+        var enrolledCellVariance = 0.0
     }
 
     /// The spreads before bounding (for tests and the enroller's refusal).
@@ -286,7 +295,12 @@ enum GestureConsensus {
     /// Scores `drawn` against `model`; `varianceScale` shrinks the spreads (1 for a login).
     static func evaluate(_ model: Model, drawn: [[GestureUnitPoint]], drawnKinds: [GesturePartKind],
                          drawnLengths: [Double] = [], cell: GestureUnitPoint = GestureUnitPoint(x: 0, y: 0),
+                         loginCellVariance: GestureUnitPoint = GestureUnitPoint(x: 0, y: 0),
                          varianceScale: Double = 1) -> GestureMatchResult {
+        // The room a login's declared cell is given, per axis, beyond what the enrollment's
+        // own cell put in the floors.
+        let addX = max(0, loginCellVariance.x - model.enrolledCellVariance)
+        let addY = max(0, loginCellVariance.y - model.enrolledCellVariance)
         let stored = model.stored
         let slots = GestureLimits.maximumParts
         let real = min(stored.count, drawn.count)
@@ -307,7 +321,8 @@ enum GestureConsensus {
             shift.y += weight * offset.y / partCount
         }
         let shiftVariance = varianceScale * model.shiftSpread * model.shiftSpread
-        let shiftTerm = (shift.x * shift.x + shift.y * shift.y) / shiftVariance
+        let shiftTerm = shift.x * shift.x / (shiftVariance + addX / partCount)
+            + shift.y * shift.y / (shiftVariance + addY / partCount)
         var score = shiftTerm
         var placeSum = 0.0
         var freedom = 2.0
@@ -328,11 +343,15 @@ enum GestureConsensus {
             let placeSquare = placeX * placeX + placeY * placeY
             let pathFloor = isPath ? pathPlaceFloor * pathPlaceFloor : 0
             let placeVariance = varianceScale * model.placeSpread * model.placeSpread + pathFloor
-            let placeTerm = placeSquare / placeVariance
+            // A stroke's centroid averages its points' cell errors: over k distinct cells per axis
+            // its error has 1/k of a single point's variance (a tap's is the whole cell's).
+            let partAddX = isPath && addX > 0 ? cellShare.pathPlace * addX / Double(distinctCells(drawnPoints, cell.x, horizontal: true)) : addX
+            let partAddY = isPath && addY > 0 ? cellShare.pathPlace * addY / Double(distinctCells(drawnPoints, cell.y, horizontal: false)) : addY
+            let placeTerm = placeX * placeX / (placeVariance + partAddX) + placeY * placeY / (placeVariance + partAddY)
             let forward = GestureShape.warpedMeanSquare(storedPoints, drawnPoints, shift: offset, reversed: false)
             let backward = GestureShape.warpedMeanSquare(storedPoints, drawnPoints, shift: offset, reversed: true)
             let shapeSpread = slot < model.shapeSpreads.count ? model.shapeSpreads[slot] : 0
-            let shapeVariance = varianceScale * shapeSpread * shapeSpread
+            let shapeVariance = varianceScale * shapeSpread * shapeSpread + cellShare.shape * (addX + addY) / 2
             let shapeTerm = isPath ? shapeWeight * forward / max(shapeVariance, 1e-12) : 0
             let storedLength = GestureShape.length(storedPoints)
             let drawnLength = drawnLengths.isEmpty ? GestureShape.length(drawnPoints)
@@ -422,7 +441,18 @@ enum GestureConsensus {
         Model(stored: units(of: template), kinds: template.parts.map { $0.kind },
               shiftSpread: template.settings.shiftLimit, placeSpread: template.settings.placeTolerance,
               shapeSpreads: template.spreads, shapeCap: template.settings.shapeTolerance,
-              overflow: template.settings.overflow)
+              overflow: template.settings.overflow, enrolledCellVariance: enrolledCellVariance(of: template))
+    }
+
+    /// The cell variance per axis a template's floors may already hold: the part of its place
+    /// spread above the floor, at most `maximumCellVariance`. A template does not say whether
+    /// its drawings came through a coarse input, and a pad-enrolled owner's floors already hold
+    /// the cell: counting it again at a pad login would give onlookers the cell twice.
+    static func enrolledCellVariance(of template: GestureTemplate) -> Double {
+        let place = template.settings.placeTolerance
+        // The default floor: a template does not store the tolerance it was enrolled at, and a
+        // higher one only makes this estimate, and the login's room, smaller.
+        return min(maximumCellVariance, max(0, place * place - floors.place * floors.place))
     }
 
     /// The template's stored parts in picture units: a path's `GestureShape.samples` points as
@@ -439,19 +469,75 @@ enum GestureConsensus {
     /// Verifies `attempt` against a version-3 template (size already checked by the caller).
     static func verify(_ template: GestureTemplate, _ attempt: Gesture) -> GestureMatchResult {
         let longest = Double(max(template.scale.width, template.scale.height))
-        guard let (drawn, lengths) = resampled(attempt, longest: longest) else {
+        // A declaration the points do not bear out (not every point a centre of the declared
+        // grid) buys no room: to be allowed for a cell, an attempt must carry its error.
+        let onGrid = onDeclaredGrid(attempt)
+        guard let (drawn, lengths) = resampled(attempt, longest: longest, onGrid: onGrid) else {
             return GestureMatchResult(failure: .tooComplex)
         }
+        let declared = cell(attempt.resolution, longest: longest / 1000)
+        let room = onGrid ? loginCellVariance(declared) : GestureUnitPoint(x: 0, y: 0)
         let evaluation = evaluate(model(of: template), drawn: drawn, drawnKinds: attempt.parts.map { $0.kind },
-                                  drawnLengths: lengths, cell: cell(attempt.resolution, longest: longest / 1000))
+                                  drawnLengths: lengths, cell: declared, loginCellVariance: room)
         guard drawn.count == template.storedPoints.count else { return GestureMatchResult(failure: .partCountMismatch) }
         return evaluation
+    }
+
+    /// Whether `gesture` declares a cell and every point is the centre of a cell of that size
+    /// (cell (c, r) spans [c·w, (c + 1)·w) × [r·h, (r + 1)·h), as puff-pad maps them), within the
+    /// wire's rounding of the points and of the declared size. Linear in the points.
+    static func onDeclaredGrid(_ gesture: Gesture) -> Bool {
+        guard let resolution = gesture.resolution, resolution.width > 0, resolution.height > 0,
+              resolution.width.isFinite, resolution.height.isFinite
+        else { return false }
+        func centred(_ value: Double, _ side: Double) -> Bool {
+            guard let index = GestureRounding.floor(value / side) else { return false }
+            let cells = Double(index) + 0.5
+            // The wire rounds a point and the declared side to 1/1000 px, which moves the c-th
+            // centre by up to c/2000 px.
+            return abs(value - cells * side) <= 0.002 + cells * 0.0005
+        }
+        for part in gesture.parts {
+            for point in part.points where !(centred(point.x, resolution.width) && centred(point.y, resolution.height)) {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// The variance per axis of a uniform error over a login's declared `cell` (picture units),
+    /// both scaled down together until their mean is at most `maximumCellVariance`: whatever an
+    /// attempt declares, it is allowed for no more than puff-pad's cell in a 100×30 terminal.
+    static func loginCellVariance(_ cell: GestureUnitPoint) -> GestureUnitPoint {
+        let x = cell.x * cell.x / 12, y = cell.y * cell.y / 12
+        let mean = (x + y) / 2
+        guard mean > maximumCellVariance, mean.isFinite else {
+            return GestureUnitPoint(x: x.isFinite ? x : 0, y: y.isFinite ? y : 0)
+        }
+        let ratio = maximumCellVariance / mean
+        return GestureUnitPoint(x: x * ratio, y: y * ratio)
+    }
+
+    /// How many distinct cells of side `side` the points' x (or y) coordinates fall in: 1 to
+    /// `points.count`, and 1 without a cell.
+    static func distinctCells(_ points: [GestureUnitPoint], _ side: Double, horizontal: Bool) -> Int {
+        guard side > 0, side.isFinite else { return 1 }
+        var cells: [Int] = []
+        cells.reserveCapacity(points.count)
+        for point in points {
+            cells.append(GestureRounding.floor((horizontal ? point.x : point.y) / side) ?? 0)
+        }
+        cells.sort()
+        var distinct = 1
+        for (a, b) in zip(cells, cells.dropFirst()) where a != b { distinct += 1 }
+        return distinct
     }
 
     /// The parts of a validated gesture in picture units, resampled, and each part's length for
     /// the overflow rule (along the midpoints of consecutive points when the gesture declares
     /// cells); nil beyond the point cap.
-    static func resampled(_ gesture: Gesture, longest: Double) -> (parts: [[GestureUnitPoint]], lengths: [Double])? {
+    static func resampled(_ gesture: Gesture, longest: Double, onGrid: Bool = false)
+        -> (parts: [[GestureUnitPoint]], lengths: [Double])? {
         var drawn: [[GestureUnitPoint]] = []
         var lengths: [Double] = []
         var total = 0
@@ -464,7 +550,9 @@ enum GestureConsensus {
                 guard let milli = GestureMilliPoint(point) else { return nil }
                 points.append(GestureUnitPoint(x: Double(milli.x) / longest, y: Double(milli.y) / longest))
             }
-            let resampled = GestureShape.resample(points)
+            // An attempt allowed for its cells is a staircase of cell centres: along its midpoints
+            // it lies nearer the stroke it follows.
+            let resampled = GestureShape.resample(onGrid ? GestureShape.midpoints(points) : points)
             drawn.append(resampled)
             // Reports of cells flicker between neighbours: the overflow rule measures a declared
             // coarse stroke along its midpoints, which cancel a flicker (A, B, A) but keep a scribble.
