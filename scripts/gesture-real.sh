@@ -32,6 +32,6 @@ source scripts/gesture-replay.sh
 replay_through_libpam r
 echo
 echo "libpam replay of real drawings through build/pam_puff.so (aim σ 0.4 %, 1×): $((agree + disagree)) attempts"
-echo "  (later repetitions, 5 slow, 5 fast, 2 of each other person, per person), accepted $accepted, refused $refused;"
+echo "  (later repetitions with pixels and through puff-pad's cells, 5 slow, 5 fast, 2 of each other person, per person), accepted $accepted, refused $refused;"
 echo "  agreement with the matcher: $agree of $((agree + disagree))"
 exit "$status"

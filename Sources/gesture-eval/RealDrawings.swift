@@ -276,8 +276,8 @@ func realEnroll(_ data: [String: [RealStroke]], shapes: [String], placement: Rea
 /// For the libpam replay (scripts/gesture-real.sh): for each person's first gesture, at the
 /// first placement, `r<N>.enroll` (the drawings the enroller took, one a line, as `puff-enroll
 /// gesture --stdin` reads them) and `r<N>.attempts` ("pass <wire>" or "fail <wire>": this
-/// process's verdict after the wire round trip): the later repetitions, five slow and five
-/// fast ones, and two repetitions of each other person.
+/// process's verdict after the wire round trip): the later repetitions (with pixels and through
+/// puff-pad's cells), five slow and five fast ones, and two repetitions of each other person.
 func writeRealWire(_ set: RealSet, placement: RealPlacement, to directory: String) {
     var random = Random(seed: baseSeed &+ 4242)
     let subjects = set.keys.sorted()
@@ -296,6 +296,8 @@ func writeRealWire(_ set: RealSet, placement: RealPlacement, to directory: Strin
         for rep in enrolled.next..<10 {
             if let g = realGesture(medium, shapes: triple, rep: rep, placement: placement, random: &random) { attempts.append(g) }
         }
+        // The same later repetitions sent through puff-pad's cells (declared), as SSH users do.
+        for attempt in attempts.prefix(10 - enrolled.next) { attempts.append(throughPad(attempt)) }
         for speed in ["slow", "fast"] {
             for rep in 0..<5 {
                 if let data = set[subject]?[speed], let g = realGesture(data, shapes: triple, rep: rep, placement: placement, random: &random) {
