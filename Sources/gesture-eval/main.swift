@@ -205,7 +205,24 @@ let attacks: [(String, Double, (IdealGesture, inout Random) -> Gesture)] = [
     ("right shapes drawn backwards", 1, owner(Redraw(sigma: 0.01, reversed: true))),
     ("shoulder-surfer: each part 3 ± 0.75 % off, σ 1 % hand", 5, owner(surfer)),
     ("video-studier: σ 2 %, shift 3 %, rotation 4°, scale 6 %, trim 10 %", 20, owner(videoStudier)),
+    ("video-studier who smooths their drawing once along its midpoints (pixels)", 20, { smoothed(videoStudier.draw($0, random: &$1)) }),
 ]
+
+/// `gesture` with each path replaced by its midpoints (ends kept): what any client can send to
+/// take the white point noise of the simulated hand out of its strokes.
+func smoothed(_ gesture: Gesture) -> Gesture {
+    var copy = gesture
+    for index in copy.parts.indices where copy.parts[index].kind == .path && copy.parts[index].points.count > 2 {
+        let points = copy.parts[index].points
+        var output = [points[0]]
+        for (a, b) in zip(points, points.dropFirst()) {
+            output.append(GesturePoint(x: ((a.x + b.x) / 2 * 1000).rounded() / 1000, y: ((a.y + b.y) / 2 * 1000).rounded() / 1000))
+        }
+        output.append(points[points.count - 1])
+        copy.parts[index].points = output
+    }
+    return copy
+}
 let attackRows: [Row] = attacks.map { Row(label: $0.0, isGenuine: false, goal: $0.1, owner: owner(sigma1), attack: $0.2) }
     + attacks.map { Row(label: $0.0 + " — declaring 30×30 px cells", isGenuine: false, goal: $0.1, owner: owner(sigma1),
                         attack: declaring(coarsest, $0.2)) }
