@@ -24,6 +24,7 @@ var svgPath = "build/gesture-roc.svg"
 var wireDirectory: String?
 var wireAttempts = 20
 var realDirectory: String?
+var signatureDirectory: String?
 var realScales = [1.0, 1.5, 2.0]
 var realPeople = 0
 var realAims: [Aim] = [.exact, .recorded, .gaussian(0.004), .gaussian(0.008)]
@@ -38,6 +39,7 @@ while let argument = arguments.next() {
     case "--seed": baseSeed = UInt64(arguments.next() ?? "") ?? baseSeed
     case "--compact": compareCompaction = true
     case "--dollar1": realDirectory = arguments.next()
+    case "--svc2004": signatureDirectory = arguments.next()
     case "--aims":
         realAims = (arguments.next() ?? "").split(separator: ",").compactMap { word -> Aim? in
             if word == "exact" { return .exact }
@@ -47,7 +49,7 @@ while let argument = arguments.next() {
     case "--people": realPeople = Int(arguments.next() ?? "") ?? realPeople
     case "--scales": realScales = (arguments.next() ?? "").split(separator: ",").compactMap { Double($0) }
     default:
-        complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--compact] [--wire DIRECTORY --wire-attempts N] [--dollar1 DIRECTORY [--scales 1,1.5,2] [--aims exact,recorded,0.4,0.8] [--people N]]\n")
+        complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--compact] [--wire DIRECTORY --wire-attempts N] [--dollar1 DIRECTORY [--scales 1,1.5,2] [--aims exact,recorded,0.4,0.8] [--people N]] [--svc2004 DIRECTORY [--scales ...] [--aims ...] [--people N]]\n")
         exit(2)
     }
 }
@@ -276,6 +278,10 @@ func verdict(_ percent: Double, goal: Double, n: Int) -> String {
 }
 
 // The gestures of each seed.
+if let signatureDirectory {
+    runSignatures(signatureDirectory, scales: realScales, aims: realAims, people: realPeople)
+    exit(0)
+}
 if let realDirectory {
     runRealDrawings(realDirectory, scales: realScales, aims: realAims, variation: realAims.count == 4, people: realPeople,
                     wireDirectory: wireDirectory)
