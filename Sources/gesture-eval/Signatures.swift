@@ -249,8 +249,51 @@ func signatureEvaluation(_ set: SignatureSet, pixelsPerUnit: Double, placement: 
     print("| per person, all genuine after enrollment | median ≤ 2 %, 75th percentile ≤ 10 % | \(spread(genuineByPerson)) |  |")
     print("| skilled forgeries (watched the writing replayed) | FAR ≤ 20 % (video-studier) | \(rate(forgedAccepted, forged.n)) |  |")
     print("| other people's genuine signatures on the same spots | FAR (≤ 20 % for those who know shapes and spots) | \(rate(othersAccepted, othersTried)) |  |")
-    print("| enrollment from the first session: tries refused; never enrolled | every owner within 5 tries | \(rate(refusedTries, tries)); \(never) of \(people.count) never; most tries \(mostTries) |  |")
+    print("| enrollment from the first session's ten (three tries at most): tries refused; never enrolled | every owner within 5 tries | \(rate(refusedTries, tries)); \(never) of \(people.count) never; most tries \(mostTries) |  |")
     print("")
+}
+
+/// For the libpam replay (scripts/gesture-real.sh): for each of the first ten people, at one
+/// placement, `s<N>.enroll` (the drawings the enroller took, as `puff-enroll gesture --stdin`
+/// reads them) and `s<N>.attempts` ("pass <wire>" or "fail <wire>": this process's verdict after
+/// the wire round trip): the later signatures of the first session, the ten of the second, and
+/// five skilled forgeries.
+func writeSignatureWire(_ set: SignatureSet, pixelsPerUnit: Double, placement: RealPlacement, to directory: String) {
+    var random = Random(seed: baseSeed &+ 2004)
+    var summary = 0
+    for person in set.keys.sorted().prefix(10) {
+        guard let signatures = set[person] else { continue }
+        var drawings: [Gesture] = []
+        var number = 1, enrolled = false
+        // The enroller's own steps on this person's first-session signatures, in order.
+        while number <= 10, let signature = signatures[number] {
+            drawings.append(signatureGesture(signature, pixelsPerUnit: pixelsPerUnit, placement: placement, random: &random))
+            number += 1
+            guard let step = try? GestureEnroller.next(after: drawings, settings: .standard) else {
+                drawings = []
+                continue
+            }
+            if case .done = step {
+                enrolled = true
+                break
+            }
+        }
+        let lines = drawings.map(wire)
+        guard enrolled,
+              let parsed = try? lines.map({ line throws(GestureFormatError) in try GestureWire.parse(Array(line.utf8)) }),
+              let template = try? GestureEnroller.build(drawings: parsed) else { continue }
+        writeFile("\(directory)/s\(person).enroll", lines.joined(separator: "\n") + "\n")
+        var text = ""
+        for attempt in Array(number...20) + Array(SVC2004.forgeries.prefix(5)) {
+            guard let signature = signatures[attempt] else { continue }
+            let line = wire(signatureGesture(signature, pixelsPerUnit: pixelsPerUnit, placement: placement, random: &random))
+            guard let back = try? GestureWire.parse(Array(line.utf8)) else { continue }
+            text += (GestureMatcher.verify(template, back).passed ? "pass " : "fail ") + line + "\n"
+            summary += 1
+        }
+        writeFile("\(directory)/s\(person).attempts", text)
+    }
+    print("wrote \(summary) attempts of SVC2004 signatures for the libpam replay to \(directory)")
 }
 
 // MARK: The hand's variation, and a week's drift
@@ -365,7 +408,7 @@ func signatureVariation(_ set: SignatureSet, pixelsPerUnit: Double) {
 }
 
 /// `--svc2004 DIRECTORY`: the variation table, then the goal rows for each placement.
-func runSignatures(_ directory: String, scales: [Double], aims: [Aim], people: Int) {
+func runSignatures(_ directory: String, scales: [Double], aims: [Aim], people: Int, wireDirectory: String? = nil) {
     var set: SignatureSet
     switch SVC2004.load(directory) {
     case .success(let loaded): set = loaded
@@ -386,6 +429,10 @@ func runSignatures(_ directory: String, scales: [Double], aims: [Aim], people: I
     print("")
     print("Mapping: each third of a signature's pen-down length is a part; 1× = \(fmt(1000 * pixelsPerUnit)) picture px per 1000 tablet units (the median part's RMS radius, \(fmt(radius)) units, becomes \(fmt(dollar1MedianRadius)) px).")
     print("")
+    if let wireDirectory, let scale = scales.first, let aim = aims.first {
+        writeSignatureWire(set, pixelsPerUnit: pixelsPerUnit, placement: RealPlacement(scale: scale, aim: aim), to: wireDirectory)
+        return
+    }
     signatureVariation(set, pixelsPerUnit: pixelsPerUnit)
     for scale in scales {
         for aim in aims {

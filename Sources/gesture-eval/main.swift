@@ -279,7 +279,7 @@ func verdict(_ percent: Double, goal: Double, n: Int) -> String {
 
 // The gestures of each seed.
 if let signatureDirectory {
-    runSignatures(signatureDirectory, scales: realScales, aims: realAims, people: realPeople)
+    runSignatures(signatureDirectory, scales: realScales, aims: realAims, people: realPeople, wireDirectory: wireDirectory)
     exit(0)
 }
 if let realDirectory {
