@@ -387,7 +387,11 @@ func signatureVariation(_ set: SignatureSet, pixelsPerUnit: Double) {
     }
     // Independent drawings of the measured scatter would lie √(1 + 1/3) σ from a mean of three.
     let expected = (4.0 / 3).squareRoot()
-    func factor(_ values: [Double], _ sigma: Double) -> String { sigma > 0 ? fmt(rms(values) / (expected * sigma)) : "–" }
+    func factor(_ values: [Double], _ sigma: Double) -> String {
+        guard sigma > 0 else { return "–" }
+        let hundredths = Int((100 * rms(values) / (expected * sigma)).rounded())
+        return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
+    }
     let aim = rms(aims), ownAim = rms(ownAims), shape = rms(tenShape)
     print("### SVC2004: the hand's variation (picture pixels at 1×, 10 px = 1 % of the longest side; first session unless said)")
     print("")
