@@ -9,6 +9,8 @@
 # Signatures written in two sessions with skilled forgeries (SVC2004, docs/dev/gesture-format.md)
 # are measured the same way when SVC2004=DIR names their extracted Task1 or Task2 folder (never
 # part of the project; without it: nothing measured), and ten people's are replayed through libpam.
+# Multistroke symbols drawn with a finger or a stylus (MMG) are measured when MMG=DIR names the
+# folder of their CSV conversion (likewise never part of the project; without it: nothing).
 #   SCALES=1,1.5,2 AIMS=exact,recorded,0.4,0.8 (the table's placements)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +37,12 @@ if [ -d "$SIGNATURES" ]; then
   rm -rf "$WORK"
 else
   echo "gesture-real: SVC2004 signatures absent ($SIGNATURES; set SVC2004=DIR, see docs/dev/gesture-format.md): nothing measured"
+fi
+MULTISTROKES=${MMG:-../shared/data/mmg}
+if [ -d "$MULTISTROKES" ]; then
+  "$EVAL" --mmg "$MULTISTROKES"
+else
+  echo "gesture-real: MMG multistroke symbols absent ($MULTISTROKES; set MMG=DIR, see docs/dev/gesture-format.md): nothing measured"
 fi
 if [ ! -f "$DATA" ]; then
   echo "gesture-real: $DATA is absent (the \$1 logs are not part of the project; see /work/shared/data/README.md): nothing measured"

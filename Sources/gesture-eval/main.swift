@@ -25,6 +25,7 @@ var wireDirectory: String?
 var wireAttempts = 20
 var realDirectory: String?
 var signatureDirectory: String?
+var multistrokeDirectory: String?
 var realScales = [1.0, 1.5, 2.0]
 var realPeople = 0
 var realAims: [Aim] = [.exact, .recorded, .gaussian(0.004), .gaussian(0.008)]
@@ -40,6 +41,7 @@ while let argument = arguments.next() {
     case "--compact": compareCompaction = true
     case "--dollar1": realDirectory = arguments.next()
     case "--svc2004": signatureDirectory = arguments.next()
+    case "--mmg": multistrokeDirectory = arguments.next()
     case "--aims":
         realAims = (arguments.next() ?? "").split(separator: ",").compactMap { word -> Aim? in
             if word == "exact" { return .exact }
@@ -49,7 +51,7 @@ while let argument = arguments.next() {
     case "--people": realPeople = Int(arguments.next() ?? "") ?? realPeople
     case "--scales": realScales = (arguments.next() ?? "").split(separator: ",").compactMap { Double($0) }
     default:
-        complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--compact] [--wire DIRECTORY --wire-attempts N] [--dollar1 DIRECTORY [--scales 1,1.5,2] [--aims exact,recorded,0.4,0.8] [--people N]] [--svc2004 DIRECTORY [--scales ...] [--aims ...] [--people N]]\n")
+        complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--compact] [--wire DIRECTORY --wire-attempts N] [--dollar1 DIRECTORY [--scales 1,1.5,2] [--aims exact,recorded,0.4,0.8] [--people N]] [--svc2004 DIRECTORY [--scales ...] [--aims ...] [--people N]] [--mmg DIRECTORY [--people N]]\n")
         exit(2)
     }
 }
@@ -278,6 +280,10 @@ func verdict(_ percent: Double, goal: Double, n: Int) -> String {
 }
 
 // The gestures of each seed.
+if let multistrokeDirectory {
+    runMultistrokes(multistrokeDirectory, people: realPeople)
+    exit(0)
+}
 if let signatureDirectory {
     runSignatures(signatureDirectory, scales: realScales, aims: realAims, people: realPeople, wireDirectory: wireDirectory)
     exit(0)
