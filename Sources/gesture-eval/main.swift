@@ -11,6 +11,8 @@
 // With --dollar1 DIRECTORY (scripts/gesture-real.sh), real drawings instead: the $1 unistroke
 // logs mapped to three-part gestures on the picture (RealDrawings.swift); with --wire too, the
 // drawings and attempts of one gesture a person for the libpam replay, and nothing else.
+// --svc2004 DIRECTORY and --mmg DIRECTORY do the same for signatures written in two sessions
+// (Signatures.swift) and for multistroke symbols drawn with a finger or a stylus (Multistrokes.swift).
 //
 // With --wire, it also writes, for each gesture of the default seed, the enrollment drawings
 // and a set of attempts in Puff's wire format with the matcher's verdict, for
