@@ -360,7 +360,8 @@ gesture-eval: module
 
 # Real drawings as the ground truth (issue 35): the $1 unistroke logs beside the repository
 # (../shared/data, never copied into it) through the real enroller and matcher, and a replay of
-# part of them through puff-enroll and libpam (scripts/gesture-real.sh). Figures, not a test.
+# part of them through puff-enroll and libpam (scripts/gesture-real.sh); with SVC2004=DIR and
+# MMG=DIR, signatures from two sessions and multistroke symbols too. Figures, not a test.
 gesture-real: module
 	$(SWIFT) build -c release --product gesture-eval
 	$(SWIFT) build --product puff-enroll

@@ -6,6 +6,11 @@
 # Then one gesture a person is enrolled with the real puff-enroll --stdin (the drawings the
 # enroller took) and its attempts (later repetitions, other speeds, other people) are sent
 # through libpam to build/pam_puff.so: the module's verdicts must agree with the matcher's.
+# Signatures written in two sessions with skilled forgeries (SVC2004, docs/dev/gesture-format.md)
+# are measured the same way when SVC2004=DIR names their extracted Task1 or Task2 folder (never
+# part of the project; without it: nothing measured), and ten people's are replayed through libpam.
+# Multistroke symbols drawn with a finger or a stylus (MMG) are measured when MMG=DIR names the
+# folder of their CSV conversion (likewise never part of the project; without it: nothing).
 #   SCALES=1,1.5,2 AIMS=exact,recorded,0.4,0.8 (the table's placements)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,9 +20,33 @@ ENROLL=${PUFF_BIN:?}/puff-enroll
 HARNESS=${PUFF_BIN:?}/puff-pam-harness
 MODULE=$PWD/build/pam_puff.so
 USER_NAME=nobody
+SIGNATURES=${SVC2004:-../shared/data/svc2004}
+status=0
+if [ -d "$SIGNATURES" ]; then
+  WORK=$(mktemp -d /tmp/puff-gesture-real-XXXXXX)
+  trap 'rm -rf "$WORK"' EXIT
+  mkdir -p "$WORK/wire" "$WORK/pam.d"
+  "$EVAL" --svc2004 "$SIGNATURES" --scales "${SCALES:-1,1.5,2}" --aims "${AIMS:-exact,0.4,0.8}"
+  "$EVAL" --svc2004 "$SIGNATURES" --scales 1 --aims 0.4 --wire "$WORK/wire"
+  source scripts/gesture-replay.sh
+  replay_through_libpam s
+  echo
+  echo "libpam replay of SVC2004 signatures through build/pam_puff.so (aim σ 0.4 %, 1×): $((agree + disagree)) attempts"
+  echo "  (later first-session signatures, the second session and five skilled forgeries, of ten people), accepted $accepted, refused $refused;"
+  echo "  agreement with the matcher: $agree of $((agree + disagree))"
+  rm -rf "$WORK"
+else
+  echo "gesture-real: SVC2004 signatures absent ($SIGNATURES; set SVC2004=DIR, see docs/dev/gesture-format.md): nothing measured"
+fi
+MULTISTROKES=${MMG:-../shared/data/mmg}
+if [ -d "$MULTISTROKES" ]; then
+  "$EVAL" --mmg "$MULTISTROKES"
+else
+  echo "gesture-real: MMG multistroke symbols absent ($MULTISTROKES; set MMG=DIR, see docs/dev/gesture-format.md): nothing measured"
+fi
 if [ ! -f "$DATA" ]; then
   echo "gesture-real: $DATA is absent (the \$1 logs are not part of the project; see /work/shared/data/README.md): nothing measured"
-  exit 0
+  exit "$status"
 fi
 WORK=$(mktemp -d /tmp/puff-gesture-real-XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
@@ -27,7 +56,6 @@ tar -xzf "$DATA" -C "$WORK/data"
 "$EVAL" --dollar1 "$WORK/data" --scales "${SCALES:-1,1.5,2}" --aims "${AIMS:-exact,recorded,0.4,0.8}"
 "$EVAL" --dollar1 "$WORK/data" --scales 1 --aims 0.4 --wire "$WORK/wire"
 
-status=0
 source scripts/gesture-replay.sh
 replay_through_libpam r
 echo

@@ -11,6 +11,8 @@
 // With --dollar1 DIRECTORY (scripts/gesture-real.sh), real drawings instead: the $1 unistroke
 // logs mapped to three-part gestures on the picture (RealDrawings.swift); with --wire too, the
 // drawings and attempts of one gesture a person for the libpam replay, and nothing else.
+// --svc2004 DIRECTORY and --mmg DIRECTORY do the same for signatures written in two sessions
+// (Signatures.swift) and for multistroke symbols drawn with a finger or a stylus (Multistrokes.swift).
 //
 // With --wire, it also writes, for each gesture of the default seed, the enrollment drawings
 // and a set of attempts in Puff's wire format with the matcher's verdict, for
@@ -24,6 +26,8 @@ var svgPath = "build/gesture-roc.svg"
 var wireDirectory: String?
 var wireAttempts = 20
 var realDirectory: String?
+var signatureDirectory: String?
+var multistrokeDirectory: String?
 var realScales = [1.0, 1.5, 2.0]
 var realPeople = 0
 var realAims: [Aim] = [.exact, .recorded, .gaussian(0.004), .gaussian(0.008)]
@@ -38,6 +42,8 @@ while let argument = arguments.next() {
     case "--seed": baseSeed = UInt64(arguments.next() ?? "") ?? baseSeed
     case "--compact": compareCompaction = true
     case "--dollar1": realDirectory = arguments.next()
+    case "--svc2004": signatureDirectory = arguments.next()
+    case "--mmg": multistrokeDirectory = arguments.next()
     case "--aims":
         realAims = (arguments.next() ?? "").split(separator: ",").compactMap { word -> Aim? in
             if word == "exact" { return .exact }
@@ -47,7 +53,7 @@ while let argument = arguments.next() {
     case "--people": realPeople = Int(arguments.next() ?? "") ?? realPeople
     case "--scales": realScales = (arguments.next() ?? "").split(separator: ",").compactMap { Double($0) }
     default:
-        complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--compact] [--wire DIRECTORY --wire-attempts N] [--dollar1 DIRECTORY [--scales 1,1.5,2] [--aims exact,recorded,0.4,0.8] [--people N]]\n")
+        complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--compact] [--wire DIRECTORY --wire-attempts N] [--dollar1 DIRECTORY [--scales 1,1.5,2] [--aims exact,recorded,0.4,0.8] [--people N]] [--svc2004 DIRECTORY [--scales ...] [--aims ...] [--people N]] [--mmg DIRECTORY [--people N]]\n")
         exit(2)
     }
 }
@@ -331,6 +337,14 @@ func verdict(_ percent: Double, goal: Double, n: Int) -> String {
 }
 
 // The gestures of each seed.
+if let multistrokeDirectory {
+    runMultistrokes(multistrokeDirectory, people: realPeople)
+    exit(0)
+}
+if let signatureDirectory {
+    runSignatures(signatureDirectory, scales: realScales, aims: realAims, people: realPeople, wireDirectory: wireDirectory)
+    exit(0)
+}
 if let realDirectory {
     runRealDrawings(realDirectory, scales: realScales, aims: realAims, variation: realAims.count == 4, people: realPeople,
                     wireDirectory: wireDirectory)
