@@ -258,6 +258,10 @@ let calibratedEnroll = Redraw(sigma: 0.01, rotationDegrees: 4.1, scaleSigma: 0.0
                               perPart: true)
 let calibratedLogin = Redraw(sigma: 0.01, rotationDegrees: 4.1 * 1.15, scaleSigma: 0.065 * 1.15, aimSigma: 0.004 * 1.29,
                              jitterSigma: 0.0035 * 1.15, perPart: true)
+/// A week later: the drift of SVC2004's second-session signatures against the first session's
+/// (docs/dev/gesture-format.md, "Signatures in two sessions"), on the enrollment's hand.
+let calibratedWeekLater = Redraw(sigma: 0.01, rotationDegrees: 4.1 * 1.38, scaleSigma: 0.065 * 1.53, aimSigma: 0.004 * 1.37,
+                                 jitterSigma: 0.0035 * 1.19, perPart: true)
 /// The logs' fast and slow drawings against medium ones: 60 % of the time or 1.6 times it,
 /// rotation σ 5.8° and 5.3°, scale 7.4 % and 8.5 %, jitter 0.42 % and 0.38 %.
 func calibratedSpeed(_ random: inout Random) -> Redraw {
@@ -278,6 +282,8 @@ let calibratedSurfer = Redraw(sigma: 0.01, misplacement: 0.03, rotationDegrees: 
 let calibratedRows: [Row] = [
     Row(label: "calibrated owner, later drifted logins", isGenuine: true, goal: 5, owner: owner(calibratedEnroll),
         attack: owner(calibratedLogin), enrollmentLabel: "calibrated owner"),
+    Row(label: "calibrated owner, a week later (SVC2004's second session: aim × 1.37, rotation × 1.38, scale × 1.53, jitter × 1.19)",
+        isGenuine: true, goal: 5, owner: owner(calibratedEnroll), attack: owner(calibratedWeekLater)),
     Row(label: "calibrated owner, logins 40 % faster or 60 % slower", isGenuine: true, goal: 5, owner: owner(calibratedEnroll),
         attack: { calibratedSpeed(&$1).draw($0, random: &$1) }),
     Row(label: "provisioned (the exact gesture twice), calibrated logins", isGenuine: true, goal: 2, owner: exactOwner,
