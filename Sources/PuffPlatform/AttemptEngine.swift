@@ -99,11 +99,19 @@ package struct AttemptEngine {
             // The opened points are wiped once this attempt is over, as the secret is.
             defer { template.wipeStorage() }
             work.matched = true
-            if let problem = Self.gestureProblem(secret, template, naming: options.debug) { return attempt.failed(problem) }
-            // A version-1 template is migrated after a success, as passcode hashes are rehashed.
+            let checked = Self.gestureCheck(secret, template, naming: options.debug)
+            defer { checked.acceptance?.wipeStorage() }
+            if let problem = checked.problem { return attempt.failed(problem) }
+            // A success re-seals the template: learned from this login (version 3 or 4), or an
+            // older one migrated, as passcode hashes are rehashed.
+            let settings = (try? options.gestureRecognizerSettings()) ?? .standard
             var upgrade: RecordUpgrade?
-            if template.version < GestureTemplate.encodingVersion {
-                let upgraded = template.upgraded()
+            if let acceptance = checked.acceptance {
+                let learned = GestureLearning.learned(from: acceptance, settings: settings)
+                defer { learned.wipeStorage() }
+                upgrade = .gesture(sealed: try GestureSealing.seal(learned, for: account, hostKey: key))
+            } else if template.version < GestureTemplate.encodingVersion {
+                let upgraded = template.upgraded(settings: settings)
                 defer { upgraded.wipeStorage() }
                 upgrade = .gesture(sealed: try GestureSealing.seal(upgraded, for: account, hostKey: key))
             }
@@ -171,19 +179,35 @@ package struct AttemptEngine {
     /// `naming` (the `debug` option) adds the failing part and rule, never a coordinate.
     package static func gestureProblem(_ secret: borrowing SecureBytes, _ template: GestureTemplate,
                                        naming: Bool = false) -> String? {
-        secret.withBytes { bytes -> String? in
+        let checked = gestureCheck(secret, template, naming: naming)
+        checked.acceptance?.wipeStorage()
+        return checked.problem
+    }
+
+    /// `gestureProblem`, and on a success of a version-3 or version-4 template the login to
+    /// learn from (`GestureLearning.accept`: only a match can make one).
+    package static func gestureCheck(_ secret: borrowing SecureBytes, _ template: GestureTemplate,
+                                     naming: Bool = false) -> (problem: String?, acceptance: GestureAcceptance?) {
+        secret.withBytes { bytes -> (problem: String?, acceptance: GestureAcceptance?) in
             var attempt: Gesture
             do throws(GestureFormatError) {
                 attempt = try GestureWire.parse(bytes)
             } catch {
-                return "gesture rejected: \(error)"
+                return ("gesture rejected: \(error)", nil)
             }
             defer { attempt.wipe() }
-            return gestureProblem(attempt, template, naming: naming)
+            return gestureCheck(attempt, template, naming: naming)
         }
     }
 
     static func gestureProblem(_ attempt: Gesture, _ template: GestureTemplate, naming: Bool = false) -> String? {
+        let checked = gestureCheck(attempt, template, naming: naming)
+        checked.acceptance?.wipeStorage()
+        return checked.problem
+    }
+
+    static func gestureCheck(_ attempt: Gesture, _ template: GestureTemplate,
+                             naming: Bool = false) -> (problem: String?, acceptance: GestureAcceptance?) {
         do throws(GestureFormatError) {
             try attempt.requireSize(width: template.width, height: template.height)
         } catch {
@@ -192,12 +216,12 @@ package struct AttemptEngine {
             var rescaled = attempt.rescaled(width: template.width, height: template.height)
             defer { rescaled.wipe() }
             _ = GestureMatcher.verify(template, rescaled)
-            return "gesture rejected: \(error)"
+            return ("gesture rejected: \(error)", nil)
         }
-        let result = GestureMatcher.verify(template, attempt)
-        if result.passed { return nil }
-        if naming, let detail = result.detail { return "gesture did not match (\(detail))" }
-        return "gesture did not match" + (result.failure.map { " (\($0))" } ?? "")
+        let (result, acceptance) = GestureLearning.accept(attempt, by: template)
+        if result.passed { return (nil, acceptance) }
+        if naming, let detail = result.detail { return ("gesture did not match (\(detail))", nil) }
+        return ("gesture did not match" + (result.failure.map { " (\($0))" } ?? ""), nil)
     }
 }
 
@@ -228,6 +252,6 @@ package enum CountStep {
 package enum RecordUpgrade {
     /// The passcode hash at the current cost.
     case passcode(StoredPasscode)
-    /// A version-1 gesture template sealed again in the current encoding.
+    /// A gesture template sealed again: learned from this login, or an older version migrated.
     case gesture(sealed: String)
 }

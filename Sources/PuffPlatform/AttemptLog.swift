@@ -8,7 +8,8 @@ extension AttemptOutcome {
     public func logLine(user: String, kind: String) -> (priority: Int32, text: String)? {
         switch self {
         case .success(let rehashed):
-            (LOG_INFO, "user \(user): \(kind) accepted" + (rehashed ? "; hash upgraded to the current cost" : ""))
+            (LOG_INFO, "user \(user): \(kind) accepted"
+                + (rehashed ? (kind == "gesture" ? "; template learned from it" : "; hash upgraded to the current cost") : ""))
         case .failure(let failures, _, let detail):
             (LOG_NOTICE, "user \(user): authentication failure (\(failures) in a row)" + (detail.isEmpty ? "" : "; " + detail))
         case .passcodeRequired(let reason):

@@ -20,3 +20,11 @@ extension GestureTemplate {
         forEachPointStorage { Wipe.bytes(UnsafeMutableRawBufferPointer(mutating: $0)) }
     }
 }
+
+extension GestureAcceptance {
+    /// Zeroes the accepted attempt's resampled points where they lie, with `explicit_bzero`,
+    /// once the login has been learned from (the template's points are wiped on their own).
+    public func wipeStorage() {
+        forEachPointStorage { Wipe.bytes(UnsafeMutableRawBufferPointer(mutating: $0)) }
+    }
+}

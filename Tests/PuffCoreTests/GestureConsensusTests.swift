@@ -287,13 +287,13 @@ struct GestureConsensusTests {
         ([0.5, 0.5, 0.5], GestureConsensus.ceilings.place, GestureConsensus.ceilings.shift),
     ]
 
-    @Test("a version-2 template migrates to version 3 with spreads from its own, bounded", arguments: migrations.indices)
+    @Test("a version-2 template migrates to version 4 with spreads from its own, bounded", arguments: migrations.indices)
     func migration(index: Int) throws {
         let (spreads, place, shift) = Self.migrations[index]
         let defined = try GestureEnroller.define(Self.base, settings: .standard)
         let old = try GestureTemplate(width: 1000, height: 750, settings: .standard, parts: defined.parts, spreads: spreads)
         let upgraded = old.upgraded()
-        #expect(upgraded.version == 3)
+        #expect(upgraded.version == 4)
         #expect(upgraded.parts == old.parts)
         #expect(abs(upgraded.settings.placeTolerance - place) < 1e-9)
         #expect(abs(upgraded.settings.shiftLimit - shift) < 1e-9)

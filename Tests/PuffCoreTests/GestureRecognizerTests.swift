@@ -116,12 +116,12 @@ struct GestureRecognizerTests {
         let old = try GestureTemplate.decode(try GestureEnroller.build(from: gesture).encode())
         #expect(old.version == 1 && GestureMatcher.verify(old, gesture).passed)
         let upgraded = old.upgraded()
-        #expect(upgraded.version == 3 && upgraded.parts.count == 2)
+        #expect(upgraded.version == 4 && upgraded.parts.count == 2)
         #expect(GestureMatcher.verify(upgraded, gesture).passed)
         #expect(GestureMatcher.verify(upgraded, Self.moved(gesture, by: [(0, 0), (60, 0)])).passed == false)
     }
 
-    @Test("a version-1 template still decodes, verifies with the old rules, and upgrades to version 3")
+    @Test("a version-1 template still decodes, verifies with the old rules, and upgrades to version 4")
     func versionOne() throws {
         let old = try GestureEnroller.build(from: Self.base)
         #expect(old.version == 1)
@@ -129,7 +129,7 @@ struct GestureRecognizerTests {
         #expect(decoded.version == 1 && decoded == old)
         #expect(GestureMatcher.verify(decoded, Self.base).passed)
         let upgraded = decoded.upgraded()
-        #expect(upgraded.version == 3)
+        #expect(upgraded.version == 4)
         #expect(upgraded.parts.map(\.kind) == old.parts.map(\.kind))
         #expect(GestureMatcher.verify(upgraded, Self.base).passed)
         #expect(GestureMatcher.verify(upgraded, Self.moved(Self.base, by: [(0, 0), (45, 0), (0, 0)])).passed == false)
@@ -145,7 +145,7 @@ struct GestureRecognizerTests {
             #expect(throws: GestureTemplateError.badSpread) { try GestureTemplate.decode(bytes) }
         case 1: bytes[52] = 31
             #expect(throws: GestureTemplateError.self) { try GestureTemplate.decode(bytes) }
-        default: bytes[4] = 4
+        default: bytes[4] = 5
             #expect(throws: GestureTemplateError.unsupportedVersion) { try GestureTemplate.decode(bytes) }
         }
     }

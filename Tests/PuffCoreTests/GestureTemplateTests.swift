@@ -75,7 +75,7 @@ struct GestureTemplateTests {
         (encoding(magic: "PUFH", parts: [tap, path]), .badMagic),
         (encoding(magic: "XUFG", parts: [tap, path]), .badMagic),
         (encoding(version: 0, parts: [tap, path]), .unsupportedVersion),
-        (encoding(version: 4, parts: [tap, path]), .unsupportedVersion),
+        (encoding(version: 5, parts: [tap, path]), .unsupportedVersion),
         (encoding(width: 0, parts: [tap, path]), .badPictureSize),
         (encoding(height: 100_001, parts: [tap, path]), .badPictureSize),
         (encoding(parameters: [.nan, 0.045, 0.7, 1.4], parts: [tap, path]), .invalidParameters(.rasterOutOfRange)),

@@ -388,12 +388,14 @@ struct FilesStoreTests {
         #expect(try #require(try authenticator.openGesture(of: account)).template.version == 2)
         #expect(try attempt(authenticator, wire) == .success(rehashed: true))
         let migrated = try #require(try authenticator.openGesture(of: account)).template
-        #expect(migrated.version == 3)
+        #expect(migrated.version == 4)
         #expect(migrated == old.upgraded())
-        #expect(try attempt(authenticator, wire) == .success(rehashed: false))
+        // Every later success learns from the login and stores the template again.
+        #expect(try attempt(authenticator, wire) == .success(rehashed: true))
+        #expect(try #require(try authenticator.openGesture(of: account)).template.learning?.logins == 1)
     }
 
-    @Test("a version-1 gesture template logs in and is migrated to version 3 by that success")
+    @Test("a version-1 gesture template logs in and is migrated to version 4 by that success")
     func versionOneMigrates() throws {
         let scratch = try ScratchDirectory()
         var debugOptions = options(scratch)
@@ -406,9 +408,11 @@ struct FilesStoreTests {
         try authenticator.storeGesture(old, picture: [0x89, 0x50, 1, 2, 3], for: account)
         #expect(try attempt(authenticator, wire) == .success(rehashed: true))
         let migrated = try #require(try authenticator.openGesture(of: account)).template
-        #expect(migrated.version == 3)
+        #expect(migrated.version == 4)
         #expect(migrated == old.upgraded())
-        #expect(try attempt(authenticator, wire) == .success(rehashed: false))
+        // Every later success learns from the login and stores the template again.
+        #expect(try attempt(authenticator, wire) == .success(rehashed: true))
+        #expect(try #require(try authenticator.openGesture(of: account)).template.learning?.logins == 1)
         // With debug the log detail names the failing part and rule, and no coordinate.
         let outcome = try attempt(authenticator, "puff-gesture:1:400x300:p 10,10 200,10 200,200;t 360,80")
         guard case .failure(_, _, let detail) = outcome else {

@@ -28,6 +28,9 @@ public struct GestureTemplate: Equatable, Sendable {
     /// (`placeTolerance`), shift spread (`shiftLimit`), the shape cap and the overflow;
     /// `.standard` for version 1 (unused there).
     public let settings: GestureRecognizerSettings
+    /// Version 4: the enrolled consensus, the logins learned from and the bounds learning keeps
+    /// to (`GestureLearning`); nil for older versions.
+    public let learning: GestureLearningState?
 
     /// Most points in one part; the raster floor keeps real parts far below it (≈ 40,401).
     public static let maximumPointsPerPart = Int(UInt16.max)
@@ -110,6 +113,35 @@ public struct GestureTemplate: Equatable, Sendable {
                   kinds: parts.map { $0.kind }, spreads: spreads, scale: scale, version: version)
     }
 
+    /// Creates a version-4 template from stored data: the checks of version 3, and `enrolled`
+    /// (the enrolled consensus) with as many parts and points as `parts`, every coordinate in
+    /// the picture, and bounds that are fractions of the picture, each floor at most its ceiling.
+    public init(width: Int, height: Int, settings: GestureRecognizerSettings, parts: [GesturePart],
+                spreads: [Double], enrolled: [[GesturePoint]], logins: Int, drawings: Int,
+                bounds: (shiftFloor: Double, shiftCeiling: Double, placeFloor: Double, placeCeiling: Double,
+                         shapeFloor: Double, shapeCeilings: [Double])) throws(GestureTemplateError) {
+        let checked = try GestureTemplate(width: width, height: height, settings: settings, parts: parts,
+                                          spreads: spreads, version: 3)
+        guard enrolled.count == parts.count, bounds.shapeCeilings.count == parts.count else { throw .badPartCount }
+        var enrolledPoints: [[GestureMilliPoint]] = []
+        for (part, points) in zip(parts, enrolled) {
+            guard points.count == part.points.count else { throw .badPointCount }
+            var converted: [GestureMilliPoint] = []
+            for point in points {
+                guard let milli = GestureMilliPoint(point), checked.scale.contains(milli) else { throw .badCoordinate }
+                converted.append(milli)
+            }
+            enrolledPoints.append(converted)
+        }
+        let state = GestureLearningState(enrolled: enrolledPoints, logins: logins, drawings: drawings,
+                                         shiftFloor: bounds.shiftFloor, shiftCeiling: bounds.shiftCeiling,
+                                         placeFloor: bounds.placeFloor, placeCeiling: bounds.placeCeiling,
+                                         shapeFloor: bounds.shapeFloor, shapeCeilings: bounds.shapeCeilings)
+        guard state.isValid else { throw .badSpread }
+        self.init(checkedWidth: width, height: height, settings: settings, storedPoints: checked.storedPoints,
+                  kinds: parts.map { $0.kind }, spreads: spreads, scale: checked.scale, version: 4, learning: state)
+    }
+
     /// Creates a version-1 template from points the caller has already checked.
     init(checkedWidth width: Int, height: Int, parameters: GestureParameters,
          storedPoints: [[GestureMilliPoint]], kinds: [GesturePartKind], scale: GestureScale) {
@@ -121,6 +153,7 @@ public struct GestureTemplate: Equatable, Sendable {
         self.version = 1
         self.spreads = []
         self.settings = .standard
+        self.learning = nil
         self.parts = zip(kinds, storedPoints).map { kind, points in
             GesturePart(kind: kind, points: points.map { $0.pixels })
         }
@@ -130,7 +163,8 @@ public struct GestureTemplate: Equatable, Sendable {
     /// already checked.
     init(checkedWidth width: Int, height: Int, settings: GestureRecognizerSettings,
          storedPoints: [[GestureMilliPoint]], kinds: [GesturePartKind], spreads: [Double], scale: GestureScale,
-         version: UInt8 = 2) {
+         version: UInt8 = 2, learning: GestureLearningState? = nil) {
+        self.learning = version >= 4 ? learning : nil
         self.width = width
         self.height = height
         self.parameters = .standard
@@ -144,13 +178,19 @@ public struct GestureTemplate: Equatable, Sendable {
         }
     }
 
-    /// The version-3 form of an older template (itself when already version 3), which login
-    /// stores after a success, as passcode hashes are rehashed. The stored parts become the
-    /// consensus (a version-1 path's raster points resampled along their polyline); a template
-    /// built from one drawing teaches no shape spread, so the shapes get the highest, and the
-    /// place and shift spreads come from version 2's learned spreads (`GestureConsensus.migrated`).
+    /// The newest form of an older template (itself when already version 4), which login
+    /// stores after a success, as passcode hashes are rehashed. A version-1 or version-2
+    /// template first becomes version 3: the stored parts become the consensus (a version-1
+    /// path's raster points resampled along their polyline); a template built from one drawing
+    /// teaches no shape spread, so the shapes get the highest, and the place and shift spreads
+    /// come from version 2's learned spreads (`GestureConsensus.migrated`). A version-3
+    /// template then becomes version 4 with its consensus as the enrolled one and the
+    /// enrollment bounds at `settings`' factor (`GestureLearning`).
     public func upgraded(settings: GestureRecognizerSettings = .standard) -> GestureTemplate {
-        guard version < 3 else { return self }
+        guard version < 4 else { return self }
+        guard version < 3 else {
+            return GestureLearning.version4(of: self, drawings: GestureLearning.assumedDrawings, settings: settings)
+        }
         let points = zip(parts.map { $0.kind }, storedPoints).map { kind, points -> [GestureMilliPoint] in
             guard kind == .path, version == 1 else { return points }
             let longest = Double(max(scale.width, scale.height))
@@ -159,8 +199,9 @@ public struct GestureTemplate: Equatable, Sendable {
         }
         let learned = GestureConsensus.migrated(kinds: parts.map { $0.kind }, version2Spreads: spreads,
                                                 settings: settings)
-        return GestureTemplate(checkedWidth: width, height: height, settings: learned.settings, storedPoints: points,
-                               kinds: parts.map { $0.kind }, spreads: learned.spreads, scale: scale, version: 3)
+        let version3 = GestureTemplate(checkedWidth: width, height: height, settings: learned.settings, storedPoints: points,
+                                       kinds: parts.map { $0.kind }, spreads: learned.spreads, scale: scale, version: 3)
+        return GestureLearning.version4(of: version3, drawings: 1, settings: settings)
     }
 
     /// Templates are equal when their picture, parameters and parts are.
@@ -168,7 +209,7 @@ public struct GestureTemplate: Equatable, Sendable {
         lhs.width == rhs.width && lhs.height == rhs.height
             && lhs.parameters == rhs.parameters && lhs.storedPoints == rhs.storedPoints
             && lhs.parts.map { $0.kind } == rhs.parts.map { $0.kind } && lhs.version == rhs.version
-            && lhs.spreads == rhs.spreads && lhs.settings == rhs.settings
+            && lhs.spreads == rhs.spreads && lhs.settings == rhs.settings && lhs.learning == rhs.learning
     }
 }
 
@@ -198,7 +239,7 @@ public enum GestureTemplateError: Error, Equatable, Sendable {
     case overlappingRaster
     /// Bytes follow the last part.
     case trailingBytes
-    /// A version-2 spread is not a finite number in 0…1.
+    /// A version-2 spread is not a finite number in 0…1, or a version-4 bound is out of range.
     case badSpread
 }
 
@@ -210,5 +251,6 @@ extension GestureTemplate {
     public func forEachPointStorage(_ body: (UnsafeRawBufferPointer) -> Void) {
         for part in parts { part.points.withUnsafeBytes(body) }
         for points in storedPoints { points.withUnsafeBytes(body) }
+        for points in learning?.enrolled ?? [] { points.withUnsafeBytes(body) }
     }
 }

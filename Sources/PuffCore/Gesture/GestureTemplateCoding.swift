@@ -37,14 +37,36 @@
 /// header numbers are the learned place spread, the shape cap, the learned shift spread and
 /// the overflow, and each part's spread is its learned shape spread (0 for a tap).
 ///
+/// Version 4 (`GestureLearning`) is version 3 with what learning from logins keeps:
+///
+///     offset  size  field
+///          0     4  magic "PUFG"
+///          4     1  version = 4
+///          5    40  width, height and the four header numbers, as version 3
+///         45     8  shift floor       (IEEE 754 binary64 bit pattern)
+///         53     8  shift ceiling     (same)
+///         61     8  place floor       (same)
+///         69     8  place ceiling     (same)
+///         77     8  shape floor       (same)
+///         85     2  logins learned from, 0…65535
+///         87     1  enrollment drawings, 1…8
+///         88     1  part count, 1…16
+///     then for each part:
+///              1  kind: 1 = tap, 2 = path
+///              4  learned shape spread in millionths of the longest side
+///              4  shape ceiling in millionths of the longest side
+///              2  point count: 1 for a tap, 32 for a path
+///              8  per point: the consensus's x, y in thousandths of a pixel, 4 bytes each
+///              8  per point: the enrolled consensus's x, y, the same way
+///
 /// Another layer seals the bytes with authenticated encryption; the decoder still trusts
 /// nothing and applies every check of `GestureTemplate.init`.
 extension GestureTemplate {
     /// The first four bytes of every encoded template.
     public static let encodingMagic: [UInt8] = Array("PUFG".utf8)
     /// The newest encoding version: `encode` writes a template's own version, `decode`
-    /// reads 1, 2 and 3. Login migrates an older template to this version after a success.
-    public static let encodingVersion: UInt8 = 3
+    /// reads 1 to 4. Login migrates an older template to this version after a success.
+    public static let encodingVersion: UInt8 = 4
     /// The longest possible valid encoding: 16 parts of `maximumPointsPerPart` points.
     public static let maximumEncodedSize = 46 + GestureLimits.maximumParts * (3 + maximumPointsPerPart * 8)
 
@@ -60,19 +82,37 @@ extension GestureTemplate {
         for value in header {
             append(value.bitPattern, byteCount: 8, to: &output)
         }
+        let learning = version >= 4 ? self.learning : nil
+        if let learning {
+            for value in [learning.shiftFloor, learning.shiftCeiling, learning.placeFloor, learning.placeCeiling,
+                          learning.shapeFloor] {
+                append(value.bitPattern, byteCount: 8, to: &output)
+            }
+            append(UInt64(min(max(0, learning.logins), Int(UInt16.max)).magnitude), byteCount: 2, to: &output)
+            append(UInt64(min(max(0, learning.drawings), Int(UInt8.max)).magnitude), byteCount: 1, to: &output)
+        }
+        func millionths(_ value: Double) -> UInt64 {
+            UInt64(GestureRounding.nearest(value * 1_000_000).map { max(0, min(1_000_000, $0)) } ?? 0)
+        }
         output.append(UInt8(truncatingIfNeeded: storedPoints.count))
         for (index, (part, points)) in zip(parts, storedPoints).enumerated() {
             output.append(part.kind == .tap ? 1 : 2)
             if version >= 2 {
-                let spread = index < spreads.count ? spreads[index] : 0
-                append(UInt64(GestureRounding.nearest(spread * 1_000_000).map { max(0, min(1_000_000, $0)) } ?? 0),
+                append(millionths(index < spreads.count ? spreads[index] : 0), byteCount: 4, to: &output)
+            }
+            if let learning {
+                append(millionths(index < learning.shapeCeilings.count ? learning.shapeCeilings[index] : 0),
                        byteCount: 4, to: &output)
             }
             append(UInt64(points.count.magnitude), byteCount: 2, to: &output)
-            for point in points {
-                // Valid templates hold 0…10^8 here, well inside 4 bytes.
-                append(UInt64(point.x.magnitude), byteCount: 4, to: &output)
-                append(UInt64(point.y.magnitude), byteCount: 4, to: &output)
+            var rows = [points]
+            if let learning, index < learning.enrolled.count { rows.append(learning.enrolled[index]) }
+            for row in rows {
+                for point in row {
+                    // Valid templates hold 0…10^8 here, well inside 4 bytes.
+                    append(UInt64(point.x.magnitude), byteCount: 4, to: &output)
+                    append(UInt64(point.y.magnitude), byteCount: 4, to: &output)
+                }
             }
         }
         return output
@@ -91,7 +131,7 @@ extension GestureTemplate {
             reader.advance()
         }
         let version = try read(&reader, byteCount: 1)
-        guard version >= 1, version <= 3 else { throw .unsupportedVersion }
+        guard version >= 1, version <= 4 else { throw .unsupportedVersion }
         let width = try readInt(&reader, byteCount: 4)
         let height = try readInt(&reader, byteCount: 4)
         let first = Double(bitPattern: try read(&reader, byteCount: 8))
@@ -111,11 +151,20 @@ extension GestureTemplate {
         } catch {
             throw .invalidParameters(error)
         }
+        var bounds: [Double] = []
+        var logins = 0, drawings = 0
+        if version >= 4 {
+            for _ in 0..<5 { bounds.append(Double(bitPattern: try read(&reader, byteCount: 8))) }
+            logins = try readInt(&reader, byteCount: 2)
+            drawings = try readInt(&reader, byteCount: 1)
+        }
         let partCount = try readInt(&reader, byteCount: 1)
         guard partCount >= 1, partCount <= GestureLimits.maximumParts else { throw .badPartCount }
 
         var parts: [GesturePart] = []
         var spreads: [Double] = []
+        var shapeCeilings: [Double] = []
+        var enrolled: [[GesturePoint]] = []
         for _ in 0..<partCount {
             let kind: GesturePartKind
             switch try read(&reader, byteCount: 1) {
@@ -128,17 +177,32 @@ extension GestureTemplate {
                 guard millionths <= 1_000_000 else { throw .badSpread }
                 spreads.append(Double(millionths) / 1_000_000)
             }
-            let pointCount = try readInt(&reader, byteCount: 2)
-            var points: [GesturePoint] = []
-            points.reserveCapacity(pointCount)
-            for _ in 0..<pointCount {
-                let x = try readInt(&reader, byteCount: 4)
-                let y = try readInt(&reader, byteCount: 4)
-                points.append(GesturePoint(x: GestureDecimal.pixels(milli: x), y: GestureDecimal.pixels(milli: y)))
+            if version >= 4 {
+                let millionths = try readInt(&reader, byteCount: 4)
+                guard millionths <= 1_000_000 else { throw .badSpread }
+                shapeCeilings.append(Double(millionths) / 1_000_000)
             }
-            parts.append(GesturePart(kind: kind, points: points))
+            let pointCount = try readInt(&reader, byteCount: 2)
+            var rows: [[GesturePoint]] = []
+            for _ in 0..<(version >= 4 ? 2 : 1) {
+                var points: [GesturePoint] = []
+                points.reserveCapacity(pointCount)
+                for _ in 0..<pointCount {
+                    let x = try readInt(&reader, byteCount: 4)
+                    let y = try readInt(&reader, byteCount: 4)
+                    points.append(GesturePoint(x: GestureDecimal.pixels(milli: x), y: GestureDecimal.pixels(milli: y)))
+                }
+                rows.append(points)
+            }
+            parts.append(GesturePart(kind: kind, points: rows.first ?? []))
+            if version >= 4 { enrolled.append(rows.last ?? []) }
         }
         guard reader.isAtEnd else { throw .trailingBytes }
+        if version >= 4, bounds.count == 5 {
+            return try GestureTemplate(width: width, height: height, settings: settings, parts: parts, spreads: spreads,
+                                       enrolled: enrolled, logins: logins, drawings: drawings,
+                                       bounds: (bounds[0], bounds[1], bounds[2], bounds[3], bounds[4], shapeCeilings))
+        }
         if version >= 2 {
             return try GestureTemplate(width: width, height: height, settings: settings, parts: parts, spreads: spreads,
                                        version: UInt8(truncatingIfNeeded: version))

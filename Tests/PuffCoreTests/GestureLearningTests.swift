@@ -1,0 +1,143 @@
+import Testing
+@testable import PuffCore
+import PuffSimulation
+
+/// Version 4: learning from accepted logins within the enrollment's bounds.
+@Suite("Gesture learning from successful logins, version 4")
+struct GestureLearningTests {
+    typealias Base = GestureConsensusTests
+
+    static func enrolled() throws -> GestureTemplate {
+        try GestureEnroller.build(drawings: Base.steady)
+    }
+
+    /// The accepted login's learned template, or nil when the matcher refused it.
+    static func learned(_ template: GestureTemplate, _ attempt: Gesture) -> GestureTemplate? {
+        GestureLearning.accept(attempt, by: template).acceptance.map { GestureLearning.learned(from: $0) }
+    }
+
+    @Test("only an accepted attempt can be learned from; a refused one leaves the template byte for byte")
+    func refusedAttemptsTeachNothing() throws {
+        let template = try Self.enrolled()
+        let before = template.encode()
+        // The tap 60 px off on its own: a near miss the matcher refuses.
+        let refused = Base.moved(Base.base, by: [(0, 0), (60, 0), (0, 0)])
+        let (result, acceptance) = GestureLearning.accept(refused, by: template)
+        #expect(!result.passed && acceptance == nil)
+        #expect(template.encode() == before)
+        let accepted = Base.moved(Base.base, by: [(2, 1), (1, -2), (2, 0)])
+        let learned = try #require(Self.learned(template, accepted))
+        #expect(learned.version == 4 && learned.learning?.logins == 1)
+        #expect(learned.encode() != before)
+    }
+
+    @Test("a version-3 template verifies as before and migrates to version 4 on a success, its consensus kept as the enrolled one")
+    func versionThreeMigrates() throws {
+        let template = try Self.enrolled()
+        #expect(template.version == 3)
+        let decoded = try GestureTemplate.decode(template.encode())
+        #expect(decoded == template && decoded.encode()[4] == 3)
+        #expect(GestureMatcher.verify(decoded, Base.base).passed)
+        let learned = try #require(Self.learned(decoded, Base.base))
+        let state = try #require(learned.learning)
+        #expect(learned.version == 4 && learned.encode()[4] == 4)
+        #expect(state.logins == 1 && state.drawings == GestureLearning.assumedDrawings)
+        #expect(state.enrolled == decoded.storedPoints)
+        // The bounds hold the enrollment's (default factor) and the template's own spreads.
+        #expect(state.placeFloor <= GestureConsensus.floors.place && state.placeCeiling >= GestureConsensus.ceilings.place)
+        #expect(state.shiftFloor <= decoded.settings.shiftLimit && state.shiftCeiling >= decoded.settings.shiftLimit)
+        let again = try GestureTemplate.decode(learned.encode())
+        #expect(again == learned)
+        #expect(GestureMatcher.verify(again, Base.base).passed)
+        #expect(!GestureMatcher.verify(again, Base.moved(Base.base, by: [(0, 0), (60, 0), (0, 0)])).passed)
+        // Learned again: the count goes on and the enrolled consensus stays.
+        let twice = try #require(Self.learned(again, Base.base))
+        #expect(twice.learning?.logins == 2 && twice.learning?.enrolled == state.enrolled)
+    }
+
+    @Test("the spreads never leave floor…ceiling and the consensus never leaves its bound, whatever is accepted")
+    func boundsHold() throws {
+        var random = SplitMix64(seed: 7)
+        var template = try Self.enrolled()
+        var learnedCount = 0
+        for step in 0..<300 {
+            // Wide attempts, each part off on its own, half of them pulling the tap one way.
+            let pull = step % 2 == 0 ? 6.0 : 0
+            let attempt = Base.moved(Base.base, by: [
+                (random.gaussian(6), random.gaussian(6)), (pull + random.gaussian(6), random.gaussian(6)),
+                (random.gaussian(6), random.gaussian(6)),
+            ])
+            guard let next = Self.learned(template, attempt) else { continue }
+            learnedCount += 1
+            let state = try #require(next.learning)
+            #expect(next.settings.placeTolerance >= state.placeFloor - 1e-12 && next.settings.placeTolerance <= state.placeCeiling + 1e-12)
+            #expect(next.settings.shiftLimit >= state.shiftFloor - 1e-12 && next.settings.shiftLimit <= state.shiftCeiling + 1e-12)
+            for (index, spread) in next.spreads.enumerated() where next.parts[index].kind == .path {
+                #expect(spread >= state.shapeFloor - 1e-6 && spread <= state.shapeCeilings[index] + 1e-6)
+            }
+            #expect(try GestureTemplate.decode(next.encode()) == next)
+            // Each part's place after the common shift within √2 place ceilings of the enrolled
+            // one (plus a milli-pixel of rounding).
+            let now = next.storedPoints.map(Self.centroid)
+            let then = state.enrolled.map(Self.centroid)
+            var moves: [GestureUnitPoint] = []
+            var shift = GestureUnitPoint(x: 0, y: 0)
+            for (a, b) in zip(now, then) {
+                moves.append(GestureUnitPoint(x: a.x - b.x, y: a.y - b.y))
+                shift.x += (a.x - b.x) / 3
+                shift.y += (a.y - b.y) / 3
+            }
+            #expect(GestureShape.distance(shift, GestureUnitPoint(x: 0, y: 0)) <= 2.squareRoot() * state.shiftCeiling + 1e-5)
+            for move in moves {
+                #expect(GestureShape.distance(move, shift) <= 2.squareRoot() * state.placeCeiling + 1e-5)
+            }
+            template = next
+        }
+        #expect(learnedCount > 100, "\(learnedCount) of 300 accepted")
+        #expect(template.learning?.logins == learnedCount)
+    }
+
+    /// The centroid of stored milli-pixel points on a 1000-pixel picture, in picture units.
+    static func centroid(_ points: [GestureMilliPoint]) -> GestureUnitPoint {
+        GestureShape.centroid(points.map { GestureUnitPoint(x: Double($0.x) / 1e6, y: Double($0.y) / 1e6) })
+    }
+
+    @Test("a hand that drifts is followed: after its successes a drawing the enrolled template refuses is accepted")
+    func driftIsFollowed() throws {
+        let enrolled = try Self.enrolled()
+        // The tap drifts 2 px a login to the right, the rest stays.
+        var template = enrolled
+        for step in 1...12 {
+            let attempt = Base.moved(Base.base, by: [(0, 0), (2 * Double(step), 0), (0, 0)])
+            template = try #require(Self.learned(template, attempt), "login \(step) refused")
+        }
+        let later = Base.moved(Base.base, by: [(0, 0), (30, 0), (0, 0)])
+        #expect(!GestureMatcher.verify(enrolled, later).passed)
+        #expect(GestureMatcher.verify(template, later).passed)
+    }
+
+    @Test("version-4 decoding refuses bounds out of order or range, and a missing enrolled point", arguments: [0, 1, 2])
+    func badEncodings(kind: Int) throws {
+        let learned = try #require(Self.learned(try Self.enrolled(), Base.base))
+        var bytes = learned.encode()
+        switch kind {
+        case 0:
+            // The shift floor above its ceiling.
+            let ceiling = Array(bytes[53..<61])
+            bytes.replaceSubrange(45..<53, with: ceiling.map { $0 } + [])
+            bytes.replaceSubrange(53..<61, with: Array(0.001.bitPattern.bigEndianBytes))
+            #expect(throws: GestureTemplateError.badSpread) { try GestureTemplate.decode(bytes) }
+        case 1:
+            // A place ceiling beyond the picture.
+            bytes.replaceSubrange(69..<77, with: Array(2.0.bitPattern.bigEndianBytes))
+            #expect(throws: GestureTemplateError.badSpread) { try GestureTemplate.decode(bytes) }
+        default:
+            bytes.removeLast(8)
+            #expect(throws: GestureTemplateError.truncated) { try GestureTemplate.decode(bytes) }
+        }
+    }
+}
+
+extension UInt64 {
+    fileprivate var bigEndianBytes: [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: self >> (56 - 8 * UInt64($0))) } }
+}
