@@ -28,6 +28,8 @@ var wireAttempts = 20
 var realDirectory: String?
 var signatureDirectory: String?
 var multistrokeDirectory: String?
+/// `--learning`: only the rows of learning from successful logins (Learning.swift).
+var learningRows = false
 var realScales = [1.0, 1.5, 2.0]
 var realPeople = 0
 var realAims: [Aim] = [.exact, .recorded, .gaussian(0.004), .gaussian(0.008)]
@@ -44,6 +46,7 @@ while let argument = arguments.next() {
     case "--dollar1": realDirectory = arguments.next()
     case "--svc2004": signatureDirectory = arguments.next()
     case "--mmg": multistrokeDirectory = arguments.next()
+    case "--learning": learningRows = true
     case "--aims":
         realAims = (arguments.next() ?? "").split(separator: ",").compactMap { word -> Aim? in
             if word == "exact" { return .exact }
@@ -53,7 +56,7 @@ while let argument = arguments.next() {
     case "--people": realPeople = Int(arguments.next() ?? "") ?? realPeople
     case "--scales": realScales = (arguments.next() ?? "").split(separator: ",").compactMap { Double($0) }
     default:
-        complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--compact] [--wire DIRECTORY --wire-attempts N] [--dollar1 DIRECTORY [--scales 1,1.5,2] [--aims exact,recorded,0.4,0.8] [--people N]] [--svc2004 DIRECTORY [--scales ...] [--aims ...] [--people N]] [--mmg DIRECTORY [--people N]]\n")
+        complain("usage: gesture-eval [--attempts N] [--seed N] [--svg FILE] [--compact] [--wire DIRECTORY --wire-attempts N] [--dollar1 DIRECTORY [--scales 1,1.5,2] [--aims exact,recorded,0.4,0.8] [--people N]] [--svc2004 DIRECTORY [--scales ...] [--aims ...] [--people N]] [--mmg DIRECTORY [--people N]] [--learning]\n")
         exit(2)
     }
 }
@@ -342,6 +345,10 @@ func verdict(_ percent: Double, goal: Double, n: Int) -> String {
     return percent <= goal + noise ? " ~" : " ✗"
 }
 
+if learningRows {
+    if let realDirectory { runRealLearning(realDirectory, scales: realScales, aims: realAims) } else { runSimulatorLearning() }
+    exit(0)
+}
 // The gestures of each seed.
 if let multistrokeDirectory {
     runMultistrokes(multistrokeDirectory, people: realPeople)
