@@ -16,7 +16,11 @@
 ///   residual against the consensus before the update (the shift, the parts' places after
 ///   the shift, each path's aligned shape distance: the matcher's own measurements), so the
 ///   floor keeps the weight `GestureConsensus.priorWeight` gave it at enrollment; each
-///   login's residual counts at most `residualCap` times the spread's current variance;
+///   login's residual counts at most `residualCap` times the spread's current variance; and,
+///   as enrollment stores (1 + 1/K) times a drawing's variance for a consensus of K, the
+///   estimate is rescaled from (1 + 1/(K + n)) to (1 + 1/(K + n + 1)) as the consensus
+///   sharpens (without it, a sharper consensus with the same room let the simulator's
+///   video-studier in 3–7 points more often);
 /// - every spread stays within the template's floor…ceiling (those of its enrollment), and the
 ///   consensus within one ceiling spread of the enrolled consensus for each of the matcher's
 ///   terms (the whole gesture's shift, each part's place after it, each path's shape).
@@ -79,12 +83,16 @@ public enum GestureLearning {
         let n = Double(min(state.logins, evidenceCap))
         let k = Double(max(2, state.drawings))
         let placeFreedom = 2 * max(1, p - 1)
+        // A login differs from a consensus of m drawings by (1 + 1/m) times a drawing's
+        // variance, as at enrollment: the estimate moves from m = K + n to K + n + 1 until the
+        // weights stop falling (the bounds stay those of the enrollment).
+        let sharper = state.logins < evidenceCap ? (1 + 1 / (k + n + 1)) / (1 + 1 / (k + n)) : 1
         func updated(_ spread: Double, residual: Double, perLogin w: Double, enrolled d: Double,
                      floor: Double, ceiling: Double) -> Double {
             let variance = spread * spread
             let evidence = (1 + GestureConsensus.priorWeight) * d + n * w
             let counted = min(residual, residualCap * variance)
-            let next = GestureShape.squareRoot((evidence * variance + w * counted) / (evidence + w))
+            let next = GestureShape.squareRoot(sharper * (evidence * variance + w * counted) / (evidence + w))
             return GestureConsensus.bounded(next, floor, max(floor, ceiling))
         }
         let shiftSpread = updated(model.shiftSpread, residual: (shift.x * shift.x + shift.y * shift.y) / 2, perLogin: 2,
