@@ -79,7 +79,7 @@ func writeWire(to directory: String, gestures: [IdealGesture], attempts: Int) {
         guard enrollment.template != nil else { continue }
         let lines = enrollment.drawings.map(wire)
         guard let parsed = try? lines.map({ line throws(GestureFormatError) in try GestureWire.parse(Array(line.utf8)) }),
-              let template = try? GestureEnroller.build(drawings: parsed) else { continue }
+              var template = try? GestureEnroller.build(drawings: parsed) else { continue }
         writeFile("\(directory)/g\(index).enroll", lines.joined(separator: "\n") + "\n")
         var text = ""
         for attempt in 0..<attempts {
@@ -95,6 +95,8 @@ func writeWire(to directory: String, gestures: [IdealGesture], attempts: Int) {
             let line = wire(drawing)
             guard let back = try? GestureWire.parse(Array(line.utf8)) else { continue }
             text += (GestureMatcher.verify(template, back).passed ? "pass " : "fail ") + line + "\n"
+            // The module stores the template learned from each success (Learning.swift).
+            template = learnedTemplate(template, back) ?? template
             summary += 1
         }
         writeFile("\(directory)/g\(index).attempts", text)

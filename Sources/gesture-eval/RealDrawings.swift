@@ -290,7 +290,7 @@ func writeRealWire(_ set: RealSet, placement: RealPlacement, to directory: Strin
         guard enrolled.template != nil else { continue }
         let lines = enrolled.drawings.map(wire)
         guard let parsed = try? lines.map({ line throws(GestureFormatError) in try GestureWire.parse(Array(line.utf8)) }),
-              let template = try? GestureEnroller.build(drawings: parsed) else { continue }
+              var template = try? GestureEnroller.build(drawings: parsed) else { continue }
         writeFile("\(directory)/r\(index).enroll", lines.joined(separator: "\n") + "\n")
         var attempts: [Gesture] = []
         for rep in enrolled.next..<10 {
@@ -317,6 +317,8 @@ func writeRealWire(_ set: RealSet, placement: RealPlacement, to directory: Strin
             let line = wire(attempt)
             guard let back = try? GestureWire.parse(Array(line.utf8)) else { continue }
             text += (GestureMatcher.verify(template, back).passed ? "pass " : "fail ") + line + "\n"
+            // The module stores the template learned from each success (Learning.swift).
+            template = learnedTemplate(template, back) ?? template
             summary += 1
         }
         writeFile("\(directory)/r\(index).attempts", text)
