@@ -97,6 +97,36 @@ struct GestureLearningTests {
         #expect(template.learning?.logins == learnedCount)
     }
 
+    @Test("a hand that keeps pulling one part the same way moves the consensus up to its bound and no further")
+    func aWalkStopsAtTheBound() throws {
+        var template = try #require(Self.learned(try Self.enrolled(), Base.base))
+        let enrolled = try #require(template.learning).enrolled
+        // How far the consensus's tap lies right of the enrolled one, in pixels.
+        func tapMove(_ template: GestureTemplate) -> Double {
+            Double(template.storedPoints[1][0].x - enrolled[1][0].x) / 1000
+        }
+        var accepted = 0
+        for _ in 0..<400 {
+            // Always 8 px beyond where the consensus has the tap now: each is accepted and pulls.
+            let attempt = Base.moved(Base.base, by: [(0, 0), (tapMove(template) + 8, 0), (0, 0)])
+            guard let next = Self.learned(template, attempt) else { continue }
+            template = next
+            accepted += 1
+        }
+        let state = try #require(template.learning)
+        // The tap's place (its move less the gesture's common move, in picture units) is held
+        // at √2 × the place ceiling; without the bound it goes on growing (122 px here).
+        let moves = zip(template.storedPoints.map(Self.centroid), enrolled.map(Self.centroid)).map {
+            GestureUnitPoint(x: $0.x - $1.x, y: $0.y - $1.y)
+        }
+        let shift = GestureUnitPoint(x: moves.map { $0.x }.reduce(0, +) / 3, y: moves.map { $0.y }.reduce(0, +) / 3)
+        let place = GestureShape.distance(moves[1], shift)
+        let limit = 2.squareRoot() * state.placeCeiling
+        #expect(accepted > 300, "\(accepted) of 400 accepted")
+        #expect(place > 0.95 * limit && place <= limit + 1e-5, "place \(place) against \(limit)")
+        #expect(tapMove(template) < 40, "\(tapMove(template)) px")
+    }
+
     /// The centroid of stored milli-pixel points on a 1000-pixel picture, in picture units.
     static func centroid(_ points: [GestureMilliPoint]) -> GestureUnitPoint {
         GestureShape.centroid(points.map { GestureUnitPoint(x: Double($0.x) / 1e6, y: Double($0.y) / 1e6) })

@@ -215,7 +215,7 @@ public enum GestureLearning {
                 squares += dx * dx + dy * dy
             }
             let shapeCeiling = index < state.shapeCeilings.count ? state.shapeCeilings[index] : 0
-            let shapeFactor = kinds[index] == .path
+            let shapeFactor = index < kinds.count && kinds[index] == .path
                 ? factor(GestureShape.squareRoot(squares / Double(max(1, samples))), shapeCeiling) : 0
             for sample in 0..<samples {
                 let dx = consensus[index][sample].x - enrolled[index][sample].x - move.x
