@@ -281,7 +281,7 @@ func writeSignatureWire(_ set: SignatureSet, pixelsPerUnit: Double, placement: R
         let lines = drawings.map(wire)
         guard enrolled,
               let parsed = try? lines.map({ line throws(GestureFormatError) in try GestureWire.parse(Array(line.utf8)) }),
-              let template = try? GestureEnroller.build(drawings: parsed) else { continue }
+              var template = try? GestureEnroller.build(drawings: parsed) else { continue }
         writeFile("\(directory)/s\(person).enroll", lines.joined(separator: "\n") + "\n")
         var text = ""
         for attempt in Array(number...20) + Array(SVC2004.forgeries.prefix(5)) {
@@ -289,6 +289,8 @@ func writeSignatureWire(_ set: SignatureSet, pixelsPerUnit: Double, placement: R
             let line = wire(signatureGesture(signature, pixelsPerUnit: pixelsPerUnit, placement: placement, random: &random))
             guard let back = try? GestureWire.parse(Array(line.utf8)) else { continue }
             text += (GestureMatcher.verify(template, back).passed ? "pass " : "fail ") + line + "\n"
+            // The module stores the template learned from each success (Learning.swift).
+            template = learnedTemplate(template, back) ?? template
             summary += 1
         }
         writeFile("\(directory)/s\(person).attempts", text)
