@@ -1,4 +1,4 @@
-// `gesture-eval --learning [--dollar1 DIRECTORY]`: what learning from successful logins
+// `gesture-eval --learning [--dollar1 DIRECTORY | --svc2004 DIRECTORY]`: what learning from successful logins
 // (`GestureLearning`, template version 4) does for the owner and for attackers, against the
 // same attempts on the template as enrolled. With --dollar1, on the real drawings (the later
 // repetitions logged in in order, learning after each success); without, on the calibrated
@@ -249,4 +249,83 @@ func runSimulatorLearning() {
         print("| \(label) | " + cells.joined(separator: " | ") + " |")
     }
     print("")
+}
+
+// MARK: Signatures a week apart (SVC2004)
+
+/// The SVC2004 rows with and without learning, for one placement: the first session's later
+/// signatures logged in in order, then the second session's ten (a week or more later) in
+/// order, learning after each success; the skilled forgeries and the other people's genuine
+/// signatures against the template after all of them.
+func signatureLearningEvaluation(_ set: SignatureSet, pixelsPerUnit: Double, placement: RealPlacement, seed: UInt64) {
+    var random = Random(seed: seed)
+    let people = set.keys.sorted()
+    var later = (plain: Hits(), learning: Hits()), second = (plain: Hits(), learning: Hits())
+    var forged = (plain: Hits(), learning: Hits()), others = (plain: Hits(), learning: Hits())
+    for person in people {
+        guard let signatures = set[person] else { continue }
+        let enrolled = signatureEnroll(signatures, pixelsPerUnit: pixelsPerUnit, placement: placement, random: &random)
+        guard let template = enrolled.template else { continue }
+        var learned = template
+        func drawn(_ number: Int, of owner: Int) -> Gesture? {
+            guard let signature = set[owner]?[number] else { return nil }
+            return signatureGesture(signature, pixelsPerUnit: pixelsPerUnit, placement: placement, random: &random)
+        }
+        for number in Array(enrolled.next..<11) + SVC2004.secondSession {
+            guard let attempt = drawn(number, of: person) else { continue }
+            let plain = GestureMatcher.verify(template, attempt).passed
+            let passed = GestureMatcher.verify(learned, attempt).passed
+            if number <= 10 {
+                later.plain.add(plain)
+                later.learning.add(passed)
+            } else {
+                second.plain.add(plain)
+                second.learning.add(passed)
+            }
+            if passed, let next = learnedTemplate(learned, attempt) { learned = next }
+        }
+        for number in SVC2004.forgeries {
+            guard let attempt = drawn(number, of: person) else { continue }
+            forged.plain.add(GestureMatcher.verify(template, attempt).passed)
+            forged.learning.add(GestureMatcher.verify(learned, attempt).passed)
+        }
+        for other in people where other != person {
+            for number in SVC2004.firstSession + SVC2004.secondSession {
+                guard let attempt = drawn(number, of: other) else { continue }
+                others.plain.add(GestureMatcher.verify(template, attempt).passed)
+                others.learning.add(GestureMatcher.verify(learned, attempt).passed)
+            }
+        }
+    }
+    print("### Learning from successes, SVC2004 signatures: \(placement.aim), drawn \(fmt(placement.scale))×")
+    print("")
+    print("| row | as enrolled (version 3) | learning from each success (version 4) |")
+    print("|---|---|---|")
+    print("| same session, later signatures in order (FRR) | \(rate(later.plain.refused, later.plain.tried)) | \(rate(later.learning.refused, later.learning.tried)) |")
+    print("| second session, a week or more later, in order after those (FRR) | \(rate(second.plain.refused, second.plain.tried)) | \(rate(second.learning.refused, second.learning.tried)) |")
+    print("| skilled forgeries, against the template after all of them (FAR) | \(rate(forged.plain.accepted, forged.plain.tried)) | \(rate(forged.learning.accepted, forged.learning.tried)) |")
+    print("| other people's genuine signatures on the same spots (FAR) | \(rate(others.plain.accepted, others.plain.tried)) | \(rate(others.learning.accepted, others.learning.tried)) |")
+    print("")
+}
+
+func runSignatureLearning(_ directory: String, scales: [Double], aims: [Aim], people: Int) {
+    var set: SignatureSet
+    switch SVC2004.load(directory) {
+    case .success(let loaded): set = loaded
+    case .failure(let error):
+        complain("gesture-eval: \(error.reason)\n")
+        exit(2)
+    }
+    if people > 0 {
+        for person in set.keys.sorted().dropFirst(people) { set[person] = nil }
+    }
+    let (pixelsPerUnit, _) = signatureScale(set)
+    print("## Learning from successful logins, SVC2004 signatures (\(set.count) people)\n")
+    for scale in scales {
+        for aim in aims {
+            if case .recorded = aim { continue }
+            signatureLearningEvaluation(set, pixelsPerUnit: pixelsPerUnit, placement: RealPlacement(scale: scale, aim: aim),
+                                        seed: baseSeed)
+        }
+    }
 }

@@ -346,7 +346,13 @@ func verdict(_ percent: Double, goal: Double, n: Int) -> String {
 }
 
 if learningRows {
-    if let realDirectory { runRealLearning(realDirectory, scales: realScales, aims: realAims) } else { runSimulatorLearning() }
+    if let signatureDirectory {
+        runSignatureLearning(signatureDirectory, scales: realScales, aims: realAims, people: realPeople)
+    } else if let realDirectory {
+        runRealLearning(realDirectory, scales: realScales, aims: realAims)
+    } else {
+        runSimulatorLearning()
+    }
     exit(0)
 }
 // The gestures of each seed.

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import PuffCore
 import PuffSimulation
@@ -125,6 +126,29 @@ struct GestureLearningTests {
         #expect(accepted > 300, "\(accepted) of 400 accepted")
         #expect(place > 0.95 * limit && place <= limit + 1e-5, "place \(place) against \(limit)")
         #expect(tapMove(template) < 40, "\(tapMove(template)) px")
+    }
+
+    @Test("learning pairs points along the matcher's own alignment: the same cost, and a stroke drawn at another pace is paired with itself")
+    func pairsFollowTheMatchersAlignment() throws {
+        var random = SplitMix64(seed: 3)
+        for _ in 0..<50 {
+            let a = GestureShape.resample((0..<20).map { _ in GestureUnitPoint(x: random.uniform(0, 1), y: random.uniform(0, 0.75)) })
+            let b = GestureShape.resample((0..<20).map { _ in GestureUnitPoint(x: random.uniform(0, 1), y: random.uniform(0, 0.75)) })
+            let shift = GestureUnitPoint(x: random.gaussian(0.01), y: random.gaussian(0.01))
+            let paired = try #require(GestureShape.warpedPairs(a, b, shift: shift))
+            let cost = GestureShape.warpedMeanSquare(a, b, shift: shift, reversed: false)
+            #expect(abs(paired.meanSquare - cost) <= 1e-12 * max(1, cost))
+        }
+        // A quarter circle, and the same with its first sixth cut off: index by index every
+        // point lies beside another part of the arc; along the alignment, only the first.
+        let arc = (0...240).map { t in GestureUnitPoint(x: 0.5 + 0.2 * cos(Double(t) / 480 * .pi), y: 0.4 + 0.2 * sin(Double(t) / 480 * .pi)) }
+        let whole = GestureShape.resample(arc)
+        let trimmed = GestureShape.resample(Array(arc.dropFirst(40)))
+        let paired = try #require(GestureShape.warpedPairs(whole, trimmed, shift: GestureUnitPoint(x: 0, y: 0)))
+        func mean(_ values: [Double]) -> Double { values.reduce(0, +) / Double(max(1, values.count)) }
+        let byIndex = mean(zip(whole, trimmed).map { GestureShape.distance($0, $1) })
+        let alongAlignment = mean(zip(whole, paired.pairs).map { GestureShape.distance($0, $1) })
+        #expect(alongAlignment < byIndex / 2, "\(alongAlignment) against \(byIndex)")
     }
 
     /// The centroid of stored milli-pixel points on a 1000-pixel picture, in picture units.

@@ -209,6 +209,62 @@ enum GestureShape {
         }
         return previous[count - 1] / Double(2 * count)
     }
+
+    /// The alignment `warpedMeanSquare` finds (same band, steps and weights; forward only):
+    /// for each stored point, the mean of the attempt points it is paired with, moved by
+    /// −`shift`, and the mean squared distance (equal to `warpedMeanSquare`'s). Learning
+    /// (`GestureLearning`) moves a consensus point towards its pair, so that a stroke drawn at
+    /// another pace is not averaged point by point with the wrong part of itself.
+    static func warpedPairs(_ stored: [GestureUnitPoint], _ attempt: [GestureUnitPoint],
+                            shift: GestureUnitPoint) -> (pairs: [GestureUnitPoint], meanSquare: Double)? {
+        let count = samples
+        guard stored.count == count, attempt.count == count else { return nil }
+        let infinity = Double.infinity
+        var total = Array(repeating: Array(repeating: infinity, count: count), count: count)
+        func cost(_ row: Int, _ column: Int) -> Double {
+            let dx = stored[row].x - (attempt[column].x - shift.x)
+            let dy = stored[row].y - (attempt[column].y - shift.y)
+            return dx * dx + dy * dy
+        }
+        for row in 0..<count {
+            for column in max(0, row - band)...min(count - 1, row + band) {
+                let c = cost(row, column)
+                if row == 0, column == 0 {
+                    total[row][column] = 2 * c
+                    continue
+                }
+                var best = infinity
+                if row > 0 { best = min(best, total[row - 1][column] + c) }
+                if column > 0 { best = min(best, total[row][column - 1] + c) }
+                if row > 0, column > 0 { best = min(best, total[row - 1][column - 1] + 2 * c) }
+                total[row][column] = best
+            }
+        }
+        guard total[count - 1][count - 1].isFinite else { return nil }
+        // Back along the cheapest steps, summing each stored point's partners.
+        var sums = Array(repeating: GestureUnitPoint(x: 0, y: 0), count: count)
+        var partners = Array(repeating: 0.0, count: count)
+        var row = count - 1, column = count - 1
+        while true {
+            sums[row].x += attempt[column].x - shift.x
+            sums[row].y += attempt[column].y - shift.y
+            partners[row] += 1
+            if row == 0, column == 0 { break }
+            let c = cost(row, column)
+            if row > 0, column > 0, total[row][column] == total[row - 1][column - 1] + 2 * c {
+                row -= 1
+                column -= 1
+            } else if row > 0, total[row][column] == total[row - 1][column] + c {
+                row -= 1
+            } else if column > 0 {
+                column -= 1
+            } else {
+                row -= 1
+            }
+        }
+        let pairs = zip(sums, partners).map { sum, n in GestureUnitPoint(x: sum.x / max(1, n), y: sum.y / max(1, n)) }
+        return (pairs, total[count - 1][count - 1] / Double(2 * count))
+    }
 }
 
 /// Which rule a part broke, for debug logs: names only, never a coordinate.
