@@ -196,29 +196,15 @@ func multistrokeEvaluation(_ set: [String: MultistrokeDrawer], device: String?, 
                 multistrokeGesture(drawing, pixelsPerUnit: pixelsPerUnit, layout: layout, meanOffsets: offsets, random: &random)
             }
             // Enrollment as `puff-enroll` does it, on the medium repetitions in order.
-            var next = 0, template: GestureTemplate?, attempt = 0
-            enrolling: while attempt < maximumTries, next < reps.count {
-                attempt += 1
-                var drawings = [gesture(reps[next], mean)]
-                next += 1
-                while true {
-                    let step: GestureEnrollmentStep
-                    do {
-                        step = try GestureEnroller.next(after: drawings, settings: .standard)
-                    } catch {
-                        refusedTries += 1
-                        break
-                    }
-                    if case .done(let built) = step {
-                        template = built
-                        break enrolling
-                    }
-                    guard next < reps.count else { break enrolling }
-                    drawings.append(gesture(reps[next], mean))
-                    next += 1
-                }
+            var next = 0
+            let enrolled = enrollInOrder {
+                guard next < reps.count else { return nil }
+                defer { next += 1 }
+                return gesture(reps[next], mean)
             }
-            tries += attempt
+            let template = enrolled.template
+            refusedTries += enrolled.refused
+            tries += enrolled.tries
             guard let template else {
                 never += 1
                 continue

@@ -226,7 +226,9 @@ struct RealCount {
         n += 1
         if !result.passed {
             refused += 1
-            rules[result.detail.map { $0.rule.rawValue } ?? String(describing: result.failure), default: 0] += 1
+            // A failure before the parts are compared (their count, the size) has no rule.
+            let rule = result.detail.map { $0.rule.rawValue } ?? result.failure.map { String(describing: $0) } ?? "refused"
+            rules[rule, default: 0] += 1
         }
     }
 
@@ -237,22 +239,19 @@ struct RealCount {
     }
 
     var ruleText: String {
-        rules.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        // Ties in name order, so two runs print the same line.
+        rules.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+            .joined(separator: ", ")
     }
 }
 
-/// Enrolls from `speed`'s repetitions in order, as `puff-enroll` does (a refused try starts
-/// again with the next repetitions, up to five tries); returns the template and the index of
-/// the first repetition not used.
-func realEnroll(_ data: [String: [RealStroke]], shapes: [String], placement: RealPlacement,
-                random: inout Random, capture: (Gesture) -> Gesture = { $0 })
-    -> (template: GestureTemplate?, next: Int, tries: Int, refused: Int, drawings: [Gesture]) {
-    var rep = 0
+/// Enrolls from drawings taken in order from `next`, as `puff-enroll` does: define, confirm,
+/// once more (and one more when those disagree); a refused try starts again with the next
+/// drawings, up to `maximumTries` tries or until `next` runs out. Every real set uses it.
+func enrollInOrder(_ next: () -> Gesture?) -> (template: GestureTemplate?, tries: Int, refused: Int, drawings: [Gesture]) {
     var tries = 0, refused = 0
-    while tries < maximumTries {
+    while tries < maximumTries, let first = next() {
         tries += 1
-        guard let first = realGesture(data, shapes: shapes, rep: rep, placement: placement, random: &random).map(capture) else { break }
-        rep += 1
         var drawings = [first]
         while true {
             let step: GestureEnrollmentStep
@@ -262,15 +261,25 @@ func realEnroll(_ data: [String: [RealStroke]], shapes: [String], placement: Rea
                 refused += 1
                 break
             }
-            if case .done(let template) = step { return (template, rep, tries, refused, drawings) }
-            guard let more = realGesture(data, shapes: shapes, rep: rep, placement: placement, random: &random).map(capture) else {
-                return (nil, rep, tries, refused, [])
-            }
-            rep += 1
+            if case .done(let template) = step { return (template, tries, refused, drawings) }
+            guard let more = next() else { return (nil, tries, refused, []) }
             drawings.append(more)
         }
     }
-    return (nil, rep, tries, refused, [])
+    return (nil, tries, refused, [])
+}
+
+/// Enrolls a person's gesture from their repetitions in order (`enrollInOrder`); returns the
+/// template and the index of the first repetition not used.
+func realEnroll(_ data: [String: [RealStroke]], shapes: [String], placement: RealPlacement,
+                random: inout Random, capture: (Gesture) -> Gesture = { $0 })
+    -> (template: GestureTemplate?, next: Int, tries: Int, refused: Int, drawings: [Gesture]) {
+    var rep = 0
+    let enrolled = enrollInOrder {
+        defer { rep += 1 }
+        return realGesture(data, shapes: shapes, rep: rep, placement: placement, random: &random).map(capture)
+    }
+    return (enrolled.template, rep, enrolled.tries, enrolled.refused, enrolled.drawings)
 }
 
 /// For the libpam replay (scripts/gesture-real.sh): for each person's first gesture, at the

@@ -151,34 +151,17 @@ func signatureGesture(_ signature: TabletSignature, pixelsPerUnit: Double, place
 
 // MARK: The goal rows
 
-/// Enrolls from the first session's signatures in order, as `puff-enroll` does (a refused try
-/// starts again with the next signatures, up to five tries or until the session's ten run out);
-/// returns the template and the first signature number not used.
+/// Enrolls from the first session's signatures in order (`enrollInOrder`, until the session's
+/// ten run out); returns the template and the first signature number not used.
 func signatureEnroll(_ signatures: [Int: TabletSignature], pixelsPerUnit: Double, placement: RealPlacement,
                      random: inout Random) -> (template: GestureTemplate?, next: Int, tries: Int, refused: Int) {
-    var number = 1, tries = 0, refused = 0
-    func draw() -> Gesture? {
+    var number = 1
+    let enrolled = enrollInOrder {
         guard number <= 10, let signature = signatures[number] else { return nil }
         number += 1
         return signatureGesture(signature, pixelsPerUnit: pixelsPerUnit, placement: placement, random: &random)
     }
-    while tries < maximumTries, let first = draw() {
-        tries += 1
-        var drawings = [first]
-        while true {
-            let step: GestureEnrollmentStep
-            do {
-                step = try GestureEnroller.next(after: drawings, settings: .standard)
-            } catch {
-                refused += 1
-                break
-            }
-            if case .done(let template) = step { return (template, number, tries, refused) }
-            guard let more = draw() else { return (nil, number, tries, refused) }
-            drawings.append(more)
-        }
-    }
-    return (nil, number, tries, refused)
+    return (enrolled.template, number, enrolled.tries, enrolled.refused)
 }
 
 /// The median, 75th percentile and worst of per-person refusal rates (percent).
