@@ -181,7 +181,8 @@ counter_file_ok() {
 
 # Which record is stored: "old" (byte for byte, with the old picture), "new" (the change
 # took: the new secret works and the replaced one does not, the other factor still works,
-# the picture is the new one), "mixed-picture" (the old record beside the new picture), or
+# the picture is the new one), "learned" (a gesture login re-sealed the template it learned
+# from: both factors still work), "mixed-picture" (the old record beside the new picture), or
 # "BAD <why>". Record and picture are put back afterwards, so every run starts the same.
 record_state() {
     local scenario=$1
@@ -202,8 +203,25 @@ record_state() {
             new_code=$(login_code "$new_passcode") old_code=$(login_code "$old_passcode") other_code=$(login_code "$old_gesture") ;;
         enroll-gesture)
             new_code=$(login_code "$new_gesture") old_code=$(login_code "$old_gesture") other_code=$(login_code "$old_passcode") ;;
+        auth-gesture)
+            # A gesture success re-seals the template it learned from: the record may be the
+            # old one or that one, whole (the same passcode, the same gesture still accepted).
+            local gesture_code passcode_code
+            gesture_code=$(login_code "$old_gesture") passcode_code=$(login_code "$old_passcode")
+            if ! cmp -s "$stored_picture" "$picture"; then
+                echo "BAD learned record beside the wrong picture"
+            elif [ "$gesture_code" = 0 ] && [ "$passcode_code" = 0 ]; then
+                echo learned
+            else
+                echo "BAD neither old nor learned (gesture $gesture_code, passcode $passcode_code)"
+            fi
+            cp "$work/record.old" "$record"
+            chmod 0600 "$record"
+            return ;;
         *)
             echo "BAD record changed by a login"
+            cp "$work/record.old" "$record"
+            chmod 0600 "$record"
             return ;;
     esac
     local expected_picture=$picture
