@@ -309,16 +309,7 @@ func signatureLearningEvaluation(_ set: SignatureSet, pixelsPerUnit: Double, pla
 }
 
 func runSignatureLearning(_ directory: String, scales: [Double], aims: [Aim], people: Int) {
-    var set: SignatureSet
-    switch SVC2004.load(directory) {
-    case .success(let loaded): set = loaded
-    case .failure(let error):
-        complain("gesture-eval: \(error.reason)\n")
-        exit(2)
-    }
-    if people > 0 {
-        for person in set.keys.sorted().dropFirst(people) { set[person] = nil }
-    }
+    let set = loadedOrExit(SVC2004.load(directory), people: people)
     let (pixelsPerUnit, _) = signatureScale(set)
     print("## Learning from successful logins, SVC2004 signatures (\(set.count) people)\n")
     for scale in scales {

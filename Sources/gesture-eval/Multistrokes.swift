@@ -309,16 +309,7 @@ func multistrokeVariation(_ set: [String: MultistrokeDrawer], pixelsPerUnit: Dou
 
 /// `--mmg DIRECTORY`: the variation table, then the goal rows for finger, stylus, each layout.
 func runMultistrokes(_ directory: String, people: Int) {
-    var set: [String: MultistrokeDrawer]
-    switch MMG.load(directory) {
-    case .success(let loaded): set = loaded
-    case .failure(let error):
-        complain("gesture-eval: \(error.reason)\n")
-        exit(2)
-    }
-    if people > 0 {
-        for person in set.keys.sorted().dropFirst(people) { set[person] = nil }
-    }
+    let set = loadedOrExit(MMG.load(directory), people: people)
     let drawings = set.values.reduce(0) { $0 + $1.drawings.values.reduce(0) { $0 + $1.values.reduce(0) { $0 + $1.count } } }
     guard drawings > 0 else {
         complain("gesture-eval: no MMG drawings (<symbol>/<person>-<finger|stylus>-<speed>-<symbol>-<NN>.csv) under \(directory)\n")

@@ -23,6 +23,21 @@ struct TabletSignature {
 typealias SignatureSet = [Int: [Int: TabletSignature]]
 
 /// Why a file of the set could not be used, in words.
+/// The set a loader read, cut to its first `people` people in key order (all when 0); the
+/// process ends with status 2, saying why, when it could not be read.
+func loadedOrExit<Key: Comparable, Value>(_ result: Result<[Key: Value], SignatureFileError>, people: Int) -> [Key: Value] {
+    switch result {
+    case .success(var set):
+        if people > 0 {
+            for key in set.keys.sorted().dropFirst(people) { set[key] = nil }
+        }
+        return set
+    case .failure(let error):
+        complain("gesture-eval: \(error.reason)\n")
+        exit(2)
+    }
+}
+
 struct SignatureFileError: Error {
     var reason: String
 }
@@ -398,16 +413,7 @@ func signatureVariation(_ set: SignatureSet, pixelsPerUnit: Double) {
 
 /// `--svc2004 DIRECTORY`: the variation table, then the goal rows for each placement.
 func runSignatures(_ directory: String, scales: [Double], aims: [Aim], people: Int, wireDirectory: String? = nil) {
-    var set: SignatureSet
-    switch SVC2004.load(directory) {
-    case .success(let loaded): set = loaded
-    case .failure(let error):
-        complain("gesture-eval: \(error.reason)\n")
-        exit(2)
-    }
-    if people > 0 {
-        for person in set.keys.sorted().dropFirst(people) { set[person] = nil }
-    }
+    let set = loadedOrExit(SVC2004.load(directory), people: people)
     let count = set.values.reduce(0) { $0 + $1.count }
     guard count > 0 else {
         complain("gesture-eval: no SVC2004 signatures (U<person>S<number>.TXT) under \(directory)\n")
