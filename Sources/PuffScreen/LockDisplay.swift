@@ -362,9 +362,16 @@ package final class LockDisplay {
     /// The next event, waiting at most `timeout` seconds (nil: forever); nil on timeout.
     /// Events are handed over one at a time, never queued in an array, so typed text is
     /// only ever in one stack value.
+    /// An event `hasQueuedEvents` read ahead, returned by the next `nextEvent`.
+    private var lookahead: LockEvent?
+
     package func nextEvent(timeout: Double?) -> LockEvent? {
         let deadline = timeout.map { monotonicSeconds() + $0 }
         idle()
+        if let event = lookahead {
+            lookahead = nil
+            return event
+        }
         while true {
             if regrabPending { regrab() }
             while XPending(display) > 0 {
@@ -450,11 +457,25 @@ package final class LockDisplay {
     }
 
     /// Whether more events are already queued (so a redraw can wait for them).
+    /// Whether `nextEvent` has an event to return at once. Queued X events the display drops
+    /// (the core twin of every XInput2 motion, key releases) do not count: a loop that skipped
+    /// its frame for them would sleep on them with the frame undrawn. The first event that
+    /// counts is kept for `nextEvent`.
     package var hasQueuedEvents: Bool {
-        if XPending(display) > 0 { return true }
-        guard channel >= 0 else { return false }
-        var poller = pollfd(fd: channel, events: Int16(POLLIN), revents: 0)
-        return poll(&poller, 1, 0) > 0
+        if lookahead != nil { return true }
+        while XPending(display) > 0 {
+            var event = XEvent()
+            XNextEvent(display, &event)
+            if let translated = translate(&event) {
+                lookahead = translated
+                return true
+            }
+        }
+        if channel >= 0, let forwarded = readChannel() {
+            lookahead = forwarded
+            return true
+        }
+        return false
     }
 
     private func translate(_ event: inout XEvent) -> LockEvent? {

@@ -139,9 +139,16 @@ package final class LockFrames: LockScreenDisplay, FrameTarget {
 
     package func sync() {}
 
+    /// An event `hasQueuedEvents` read ahead, returned by the next `nextEvent`.
+    private var lookahead: LockEvent?
+
     package func nextEvent(timeout: Double?) -> LockEvent? {
         let deadline = timeout.map { monotonicSeconds() + $0 }
         idle()
+        if let event = lookahead {
+            lookahead = nil
+            return event
+        }
         while true {
             if let event = readChannel() { return event }
             var milliseconds: Int32 = -1
@@ -204,9 +211,11 @@ package final class LockFrames: LockScreenDisplay, FrameTarget {
         }
     }
 
+    /// Whether `nextEvent` has an event to return at once; records it answers itself (pings)
+    /// do not count. The event read is kept for `nextEvent`.
     package var hasQueuedEvents: Bool {
-        var poller = pollfd(fd: channel, events: Int16(POLLIN), revents: 0)
-        return poll(&poller, 1, 0) > 0
+        if lookahead == nil { lookahead = readChannel() }
+        return lookahead != nil
     }
 
     /// The frame to draw the next picture into (a cairo image surface at the lock screen's

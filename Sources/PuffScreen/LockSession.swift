@@ -250,9 +250,6 @@ package final class LockSession: PAMConversation {
         return 14 * ui * sin(elapsed * 2 * Double.pi * 6.5) * (1 - elapsed / Self.shakeSeconds)
     }
 
-    /// The longest a frame waits behind queued events that turn out to be dropped.
-    package static let owedFrameSeconds = 0.03
-
     /// How long the event loop may wait before the screen changes by itself: the next frame
     /// of a shake, the next minute of the clock, or forever.
     private func nextFrame() -> Double? {
@@ -390,16 +387,10 @@ package final class LockSession: PAMConversation {
             return nil
         }
 
-        // A frame is owed when events were still queued after the last one handled: those may
-        // all be events the display drops (a core motion beside its XInput2 twin, a key
-        // release), so the owed frame is drawn at most `owedFrameSeconds` later whatever comes.
-        var frameOwed = false
         while true {
-            let wait = frameOwed ? min(nextFrame() ?? Self.owedFrameSeconds, Self.owedFrameSeconds) : nextFrame()
-            guard let event = display.nextEvent(timeout: wait) else {
-                // A frame of the shake, the next minute, or an owed frame.
+            guard let event = display.nextEvent(timeout: nextFrame()) else {
+                // A frame of the shake, or the next minute.
                 redraw()
-                frameOwed = false
                 continue
             }
             var submitted: SecretBuffer?
@@ -468,12 +459,9 @@ package final class LockSession: PAMConversation {
                 display.busy()
                 return submitted
             }
-            if display.hasQueuedEvents {
-                frameOwed = true
-            } else {
-                redraw()
-                frameOwed = false
-            }
+            // Events still waiting are drawn with the next frame (`hasQueuedEvents` counts only
+            // those `nextEvent` returns, so a frame is never skipped for a dropped one).
+            if !display.hasQueuedEvents { redraw() }
         }
     }
 

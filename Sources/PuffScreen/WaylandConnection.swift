@@ -58,6 +58,10 @@ package final class WaylandConnection {
                            check: () -> Void = {}) -> LockEvent? {
         let deadline = timeout.map { monotonicSeconds() + $0 }
         while true {
+            if let event = lookahead {
+                lookahead = nil
+                return event
+            }
             var raw = puff_wl_event()
             while puff_wl_next_event(handle, &raw) != 0 {
                 defer { withUnsafeMutableBytes(of: &raw) { Wipe.bytes($0) } }
@@ -75,15 +79,29 @@ package final class WaylandConnection {
                 exit(1)
             }
             var pollers = wake.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            if !pollers.isEmpty, poll(&pollers, nfds_t(pollers.count), 0) > 0, !hasQueuedEvents { return nil }
+            if !pollers.isEmpty, poll(&pollers, nfds_t(pollers.count), 0) > 0, !hasQueuedEvents(otherKey: otherKey) { return nil }
         }
     }
 
-    /// Whether input events wait already.
-    package var hasQueuedEvents: Bool {
+    /// Whether `nextEvent` has an event to return at once: raw events it drops (a key that
+    /// types nothing and that `otherKey` does not use) do not count. The event read is kept for
+    /// `nextEvent`.
+    package func hasQueuedEvents(otherKey: ((UInt) -> Bool)? = nil) -> Bool {
+        if lookahead != nil { return true }
         _ = puff_wl_pump(handle, 0)
-        return puff_wl_has_events(handle) != 0
+        var raw = puff_wl_event()
+        while puff_wl_next_event(handle, &raw) != 0 {
+            defer { withUnsafeMutableBytes(of: &raw) { Wipe.bytes($0) } }
+            if let event = Self.translate(&raw, otherKey: otherKey) {
+                lookahead = event
+                return true
+            }
+        }
+        return false
     }
+
+    /// An event `hasQueuedEvents` read ahead, returned by the next `nextEvent`.
+    private var lookahead: LockEvent?
 
     private static func translate(_ raw: inout puff_wl_event, otherKey: ((UInt) -> Bool)?) -> LockEvent? {
         switch raw.kind {
@@ -156,7 +174,7 @@ package final class WaylandWindow: LockScreenDisplay, FrameTarget {
 
     package func idle() {}
     package func busy(_ reason: LockChannel.BusyReason) {}
-    package var hasQueuedEvents: Bool { connection.hasQueuedEvents }
+    package var hasQueuedEvents: Bool { connection.hasQueuedEvents(otherKey: otherKey) }
     package func sync() { _ = puff_wl_pump(connection.handle, 0) }
     package func waitUntilLocked() {}
     package func makeRenderer() -> LockRenderer { LockRenderer(frames: self) }

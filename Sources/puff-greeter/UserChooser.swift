@@ -86,14 +86,10 @@ final class UserChooser {
         let otherIndex = users.count
         draw(geometry)
         announce(geometry)
-        // Owed when events were queued after the last one handled, which may all be dropped
-        // ones (a key release): drawn at most LockSession.owedFrameSeconds later.
-        var frameOwed = false
         while true {
-            let event = display.nextEvent(timeout: frameOwed ? LockSession.owedFrameSeconds : secondsToNextMinute())
+            let event = display.nextEvent(timeout: secondsToNextMinute())
             guard let event else {
                 draw(geometry)
-                frameOwed = false
                 continue
             }
             switch event {
@@ -146,12 +142,7 @@ final class UserChooser {
             if selected < otherIndex && selected >= offset + shown { offset = selected - shown + 1 }
             offset = max(0, min(offset, users.count - shown))
             if offset != announcedOffset { announce(geometry) }
-            if display.hasQueuedEvents {
-                frameOwed = true
-            } else {
-                draw(geometry)
-                frameOwed = false
-            }
+            if !display.hasQueuedEvents { draw(geometry) }
         }
     }
 
