@@ -30,10 +30,7 @@ if [ -d "$SIGNATURES" ]; then
   "$EVAL" --svc2004 "$SIGNATURES" --scales 1 --aims 0.4 --wire "$WORK/wire"
   source scripts/gesture-replay.sh
   replay_through_libpam s
-  echo
-  echo "libpam replay of SVC2004 signatures through build/pam_puff.so (aim σ 0.4 %, 1×): $((agree + disagree)) attempts"
-  echo "  (later first-session signatures, the second session and five skilled forgeries, of ten people), accepted $accepted, refused $refused;"
-  echo "  agreement with the matcher: $agree of $((agree + disagree))"
+  report_replay "SVC2004 signatures" "later first-session signatures, the second session and five skilled forgeries, of ten people"
   rm -rf "$WORK"
 else
   echo "gesture-real: SVC2004 signatures absent ($SIGNATURES; set SVC2004=DIR, see docs/dev/gesture-format.md): nothing measured"
@@ -58,8 +55,5 @@ tar -xzf "$DATA" -C "$WORK/data"
 
 source scripts/gesture-replay.sh
 replay_through_libpam r
-echo
-echo "libpam replay of real drawings through build/pam_puff.so (aim σ 0.4 %, 1×): $((agree + disagree)) attempts"
-echo "  (later repetitions with pixels and through puff-pad's cells, 5 slow, 5 fast, 2 of each other person, per person), accepted $accepted, refused $refused;"
-echo "  agreement with the matcher: $agree of $((agree + disagree))"
+report_replay "real drawings" "later repetitions with pixels and through puff-pad's cells, 5 slow, 5 fast, 2 of each other person, per person"
 exit "$status"

@@ -50,3 +50,11 @@ replay_through_libpam() {
     done
     [ "$disagree" -eq 0 ] || status=1
 }
+
+# The replay's summary: report_replay WHAT WHICH-ATTEMPTS (the counts of the last replay).
+report_replay() {
+    echo
+    echo "libpam replay of $1 through build/pam_puff.so (aim σ 0.4 %, 1×): $((agree + disagree)) attempts"
+    echo "  ($2), accepted $accepted, refused $refused;"
+    echo "  agreement with the matcher: $agree of $((agree + disagree))"
+}

@@ -12,6 +12,17 @@ func learnedTemplate(_ template: GestureTemplate, _ attempt: Gesture) -> Gesture
     GestureLearning.accept(attempt, by: template).acceptance.map { GestureLearning.learned(from: $0) }
 }
 
+/// The libpam replays' line for `attempt`: "pass <wire>" or "fail <wire>", the matcher's verdict
+/// after the wire round trip; `template` becomes what the module stores after it (learned from a
+/// success). nil when the wire does not parse back.
+func replayLine(_ attempt: Gesture, against template: inout GestureTemplate) -> String? {
+    let line = wire(attempt)
+    guard let back = try? GestureWire.parse(Array(line.utf8)) else { return nil }
+    let passed = GestureMatcher.verify(template, back).passed
+    template = learnedTemplate(template, back) ?? template
+    return (passed ? "pass " : "fail ") + line + "\n"
+}
+
 /// Accepted out of tried, for a rate.
 struct Hits {
     var tried = 0

@@ -92,11 +92,8 @@ func writeWire(to directory: String, gestures: [IdealGesture], attempts: Int) {
                 drawing = videoStudier.draw(ideal, random: &random)
                 drawing.resolution = coarsest
             }
-            let line = wire(drawing)
-            guard let back = try? GestureWire.parse(Array(line.utf8)) else { continue }
-            text += (GestureMatcher.verify(template, back).passed ? "pass " : "fail ") + line + "\n"
-            // The module stores the template learned from each success (Learning.swift).
-            template = learnedTemplate(template, back) ?? template
+            guard let entry = replayLine(drawing, against: &template) else { continue }
+            text += entry
             summary += 1
         }
         writeFile("\(directory)/g\(index).attempts", text)

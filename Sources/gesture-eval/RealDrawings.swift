@@ -323,11 +323,8 @@ func writeRealWire(_ set: RealSet, placement: RealPlacement, to directory: Strin
         }
         var text = ""
         for attempt in attempts {
-            let line = wire(attempt)
-            guard let back = try? GestureWire.parse(Array(line.utf8)) else { continue }
-            text += (GestureMatcher.verify(template, back).passed ? "pass " : "fail ") + line + "\n"
-            // The module stores the template learned from each success (Learning.swift).
-            template = learnedTemplate(template, back) ?? template
+            guard let entry = replayLine(attempt, against: &template) else { continue }
+            text += entry
             summary += 1
         }
         writeFile("\(directory)/r\(index).attempts", text)

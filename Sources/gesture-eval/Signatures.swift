@@ -284,11 +284,9 @@ func writeSignatureWire(_ set: SignatureSet, pixelsPerUnit: Double, placement: R
         var text = ""
         for attempt in Array(number...20) + Array(SVC2004.forgeries.prefix(5)) {
             guard let signature = signatures[attempt] else { continue }
-            let line = wire(signatureGesture(signature, pixelsPerUnit: pixelsPerUnit, placement: placement, random: &random))
-            guard let back = try? GestureWire.parse(Array(line.utf8)) else { continue }
-            text += (GestureMatcher.verify(template, back).passed ? "pass " : "fail ") + line + "\n"
-            // The module stores the template learned from each success (Learning.swift).
-            template = learnedTemplate(template, back) ?? template
+            let drawn = signatureGesture(signature, pixelsPerUnit: pixelsPerUnit, placement: placement, random: &random)
+            guard let entry = replayLine(drawn, against: &template) else { continue }
+            text += entry
             summary += 1
         }
         writeFile("\(directory)/s\(person).attempts", text)
